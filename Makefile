@@ -1,0 +1,92 @@
+# roundtrim: make (library), make check (all tests), make demo, make bench, make install.
+
+CC        ?= cc
+PYTHON    ?= /usr/bin/python3
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
+
+WARN      := -Wall -Wextra -Werror
+BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -g
+LIB_CFLAGS  := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+               -fno-semantic-interposition -I. -Iinclude
+PROG_CFLAGS := $(BASE_CFLAGS) -O1 -fno-builtin -pthread -Iinclude
+SAN_FLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+# Sources left out of the library (for building parts in isolation).
+EXCLUDE   ?=
+LIB_SRCS  := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.c runtime/*.c policy/*.c))) $(EXTRA_LIB_SRCS)
+LIB_ASM   := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.S)))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_ASM:%.S=$(BUILD)/obj/%.o)
+POLICY_SRCS := $(sort $(wildcard policy/*.c))
+HEADERS   := $(wildcard include/*.h shim/*.h runtime/*.h policy/*.h)
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
+# Test programs: every tests/programs/NAME.c becomes build/tests/NAME; fragments may add more.
+TEST_PROGRAMS := $(patsubst tests/programs/%.c,%,$(filter-out tests/programs/lib%,\
+                   $(sort $(wildcard tests/programs/*.c))))
+CHECK_DEPS    :=
+EXTRA_TARGETS :=
+INSTALL_HOOKS :=
+
+.PHONY: all lib check unit integration demo bench install deps format clean
+all: lib $(EXTRA_TARGETS)
+
+include $(sort $(wildcard mk/*.mk))
+
+lib: $(BUILD)/libroundtrim.so
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+# -z nodelete: the library is never unloaded, whatever dlclose is called on it.
+$(BUILD)/libroundtrim.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined \
+	    -o $@ $(LIB_OBJS) -ldl -lpthread
+
+$(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl -lm
+
+# Unit suites run the pure policy code under AddressSanitizer and UBSan.
+$(BUILD)/unit/%: tests/unit/%.c $(POLICY_SRCS) $(wildcard policy/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -I. $(CHECK_CFLAGS) $< $(POLICY_SRCS) -o $@ $(CHECK_LIBS)
+
+deps:
+	@scripts/install-deps
+
+unit: deps $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do $$t; done
+
+integration: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+
+check: unit integration
+
+demo: deps lib $(BUILD)/tests/fl_workload
+	@scripts/demo
+
+bench: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
+	@scripts/bench
+
+install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/libroundtrim.so $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
+	install -m 0644 include/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
+
+format:
+	clang-format -i $(wildcard shim/*.[ch] runtime/*.[ch] policy/*.[ch] include/*.h \
+	    tests/unit/*.c tests/programs/*.c scripts/*.c tests/cuda/*.c)
+
+clean:
+	rm -rf $(BUILD)

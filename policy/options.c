@@ -1,0 +1,340 @@
+#include "policy/options.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+
+#define DAY_S (24u * 3600u)
+
+/* The rows are in the order of enum roundtrim_option_id (checked by the unit tests). */
+const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
+    {RT_OPT_DISABLE, "ROUNDTRIM_DISABLE", NULL, RT_TYPE_BOOL, 0, 0, "false",
+     "true turns the library into pure forwarding: no counting, no thread, no output"},
+    {RT_OPT_ROLE, "ROUNDTRIM_ROLE", NULL, RT_TYPE_ROLE, 0, 0, "client",
+     "client (clean every round, glibc arenas capped at 2) or server (every 5 rounds, arenas at "
+     "4)"},
+    {RT_OPT_GC_ROUNDS, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", RT_TYPE_UINT, 0,
+     1000000, "1 (client), 5 (server)",
+     "clean up every N rounds; 0 never cleans (counting and logging go on); the NVFlare variable "
+     "is read for the client role only"},
+    {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1",
+     "signal that marks the end of a round (name or number); none disables; an application "
+     "handler for it keeps working"},
+    {RT_OPT_LOG, "ROUNDTRIM_LOG", NULL, RT_TYPE_STRING, 0, 0, "(unset: no log)",
+     "round log, one JSON object per line: a file path (%p becomes the pid) or stderr"},
+    {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "2 (client), 4 (server)",
+     "cap on glibc malloc arenas, set at start; 0 leaves glibc's own; MALLOC_ARENA_MAX or "
+     "GLIBC_TUNABLES glibc.malloc.arena_max always win"},
+    {RT_OPT_MMAP_THRESHOLD, "ROUNDTRIM_MMAP_THRESHOLD", NULL, RT_TYPE_UINT, 0, (uint64_t)32 << 20,
+     "0 (glibc's dynamic threshold)",
+     "bytes; pins glibc's mmap threshold so that large buffers go back to the OS when freed; "
+     "MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES glibc.malloc.mmap_threshold win"},
+    {RT_OPT_CUDA_EMPTY_CACHE, "ROUNDTRIM_CUDA_EMPTY_CACHE", "NVFLARE_CUDA_EMPTY_CACHE",
+     RT_TYPE_BOOL, 0, 0, "false",
+     "on cleanup rounds also trim the CUDA memory pools and release the PyTorch CUDA cache"},
+    {RT_OPT_PY_GC, "ROUNDTRIM_PY_GC", NULL, RT_TYPE_BOOL, 0, 0, "true",
+     "in a Python process, run a full gc.collect() first on cleanup rounds"},
+    {RT_OPT_PY_HOOK, "ROUNDTRIM_PY_HOOK", NULL, RT_TYPE_STRING, 0, 0, "(unset)",
+     "module:qualname[,module:qualname...]: every return from these Python functions ends a "
+     "round"},
+    {RT_OPT_INTERVAL_S, "ROUNDTRIM_INTERVAL_S", NULL, RT_TYPE_UINT, 0, 7u * DAY_S, "0 (off)",
+     "seconds; a round ends every N seconds, for programs with no boundary of their own"},
+    {RT_OPT_PRESSURE_WARN, "ROUNDTRIM_PRESSURE_WARN", NULL, RT_TYPE_UINT, 0, 100, "85",
+     "percent of the memory limit (cgroup, else MemTotal); above it a pressure record is logged "
+     "once per crossing; 0 off"},
+    {RT_OPT_PRESSURE_CLEAN, "ROUNDTRIM_PRESSURE_CLEAN", NULL, RT_TYPE_UINT, 0, 100, "90",
+     "percent of the memory limit; above it a cleanup runs at once, without waiting for a round; "
+     "0 off"},
+    {RT_OPT_PRESSURE_GAP_S, "ROUNDTRIM_PRESSURE_GAP_S", NULL, RT_TYPE_UINT, 0, DAY_S, "10",
+     "least seconds between two cleanups caused by memory pressure"},
+    {RT_OPT_SAMPLE_MS, "ROUNDTRIM_SAMPLE_MS", NULL, RT_TYPE_UINT, 10, 3600000, "1000",
+     "milliseconds between two memory samples of the worker thread (which starts with the first "
+     "round, or at once when a pressure or interval variable is set)"},
+    {RT_OPT_PROM_FILE, "ROUNDTRIM_PROM_FILE", NULL, RT_TYPE_STRING, 0, 0, "(unset)",
+     "Prometheus text file rewritten atomically each round (%p becomes the pid), for "
+     "node_exporter's textfile collector"},
+    {RT_OPT_CGROUP_DIR, "ROUNDTRIM_CGROUP_DIR", NULL, RT_TYPE_STRING, 0, 0,
+     "(from /proc/self/cgroup)",
+     "directory holding the cgroup's memory files (memory.max and memory.current, or v1's "
+     "memory.limit_in_bytes and memory.usage_in_bytes)"},
+};
+
+const char *roundtrim_role_name(enum roundtrim_role role)
+{
+    return role == RT_ROLE_SERVER ? "server" : "client";
+}
+
+static void add_warning(struct roundtrim_config *cfg, const char *fmt, const char *var,
+                        const char *value, const char *used)
+{
+    if (cfg->warning_count >= ROUNDTRIM_MAX_WARNINGS)
+        return;
+    snprintf(cfg->warnings[cfg->warning_count++], ROUNDTRIM_WARNING_LEN, fmt, var, value, used);
+}
+
+static const char *type_expectation(const struct roundtrim_option *o, char *buf, size_t len)
+{
+    switch (o->type) {
+    case RT_TYPE_BOOL:
+        return "true or false";
+    case RT_TYPE_ROLE:
+        return "client or server";
+    case RT_TYPE_SIGNAL:
+        return "a signal name, a number or none";
+    case RT_TYPE_UINT:
+        snprintf(buf, len, "a whole number from %" PRIu64 " to %" PRIu64, o->min, o->max);
+        return buf;
+    case RT_TYPE_STRING:
+        break;
+    }
+    return "text";
+}
+
+/* Finds the variable that sets option o: its own name first, then its alias (if allowed). */
+static const char *lookup_option(const struct roundtrim_option *o, bool alias_allowed,
+                                 roundtrim_env_lookup lookup, void *ctx, const char **from)
+{
+    const char *v = lookup(ctx, o->name);
+    if (v && *v) {
+        *from = o->name;
+        return v;
+    }
+    if (o->alias && alias_allowed) {
+        v = lookup(ctx, o->alias);
+        if (v && *v) {
+            *from = o->alias;
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Parses one option into *out (a uint64, bool or int by type). Returns true when the variable was
+ * set and valid; on a bad value warns once, naming the variable and the value kept. */
+static bool parse_option(struct roundtrim_config *cfg, enum roundtrim_option_id id,
+                         bool alias_allowed, roundtrim_env_lookup lookup, void *ctx, void *out,
+                         const char *used_text)
+{
+    const struct roundtrim_option *o = &roundtrim_options[id];
+    const char *from = NULL;
+    const char *text = lookup_option(o, alias_allowed, lookup, ctx, &from);
+    if (!text)
+        return false;
+    bool ok = false;
+    switch (o->type) {
+    case RT_TYPE_BOOL:
+        ok = roundtrim_parse_bool(text, (bool *)out);
+        break;
+    case RT_TYPE_UINT:
+        ok = roundtrim_parse_uint(text, o->min, o->max, (uint64_t *)out);
+        break;
+    case RT_TYPE_SIGNAL:
+        ok = roundtrim_parse_signal(text, (int *)out);
+        break;
+    case RT_TYPE_ROLE:
+        if (strcmp(text, "client") == 0 || strcmp(text, "server") == 0) {
+            *(enum roundtrim_role *)out =
+                strcmp(text, "server") == 0 ? RT_ROLE_SERVER : RT_ROLE_CLIENT;
+            ok = true;
+        }
+        break;
+    case RT_TYPE_STRING:
+        *(const char **)out = text;
+        ok = true;
+        break;
+    }
+    if (!ok) {
+        char expect[96], fmt[256];
+        snprintf(fmt, sizeof fmt, "%%s=%%s is not valid (expected %s); using %%s",
+                 type_expectation(o, expect, sizeof expect));
+        add_warning(cfg, fmt, from, text, used_text);
+        return false;
+    }
+    cfg->setting[id].source = RT_FROM_VARIABLE;
+    cfg->setting[id].value_from = from;
+    return true;
+}
+
+static void set_defaults(struct roundtrim_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->role = RT_ROLE_CLIENT;
+    cfg->round_signal = SIGUSR1;
+    cfg->py_gc = true;
+    cfg->pressure_warn = 85;
+    cfg->pressure_clean = 90;
+    cfg->pressure_gap_s = 10;
+    cfg->sample_ms = 1000;
+    for (int i = 0; i < RT_OPT_COUNT; i++)
+        cfg->setting[i].source = RT_FROM_DEFAULT;
+}
+
+/* An explicit glibc setting of the same knob wins over ours; note which one. */
+static bool glibc_overrides(struct roundtrim_config *cfg, enum roundtrim_option_id id,
+                            const char *legacy_var, const char *tunable,
+                            roundtrim_env_lookup lookup, void *ctx)
+{
+    const char *v = lookup(ctx, legacy_var);
+    const char *from = NULL;
+    if (v && *v)
+        from = legacy_var;
+    else if (roundtrim_tunables_set(lookup(ctx, "GLIBC_TUNABLES"), tunable))
+        from = "GLIBC_TUNABLES";
+    if (!from)
+        return false;
+    cfg->setting[id].source = RT_FROM_GLIBC;
+    cfg->setting[id].value_from = from;
+    return true;
+}
+
+void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lookup, void *ctx)
+{
+    set_defaults(cfg);
+    parse_option(cfg, RT_OPT_DISABLE, false, lookup, ctx, &cfg->disabled, "false");
+    parse_option(cfg, RT_OPT_ROLE, false, lookup, ctx, &cfg->role, "client");
+
+    bool server = cfg->role == RT_ROLE_SERVER;
+    cfg->gc_rounds = server ? 5 : 1;
+    cfg->arena_max = server ? 4 : 2;
+    cfg->setting[RT_OPT_GC_ROUNDS].source = RT_FROM_ROLE;
+    cfg->setting[RT_OPT_ARENA_MAX].source = RT_FROM_ROLE;
+    const char *role_default = server ? "5 (server role default)" : "1 (client role default)";
+    /* NVFLARE_CLIENT_MEMORY_GC_ROUNDS describes client processes only. */
+    parse_option(cfg, RT_OPT_GC_ROUNDS, !server, lookup, ctx, &cfg->gc_rounds, role_default);
+
+    parse_option(cfg, RT_OPT_ROUND_SIGNAL, false, lookup, ctx, &cfg->round_signal, "SIGUSR1");
+    parse_option(cfg, RT_OPT_LOG, false, lookup, ctx, &cfg->log_path, "no log");
+
+    if (!glibc_overrides(cfg, RT_OPT_ARENA_MAX, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max",
+                         lookup, ctx))
+        parse_option(cfg, RT_OPT_ARENA_MAX, false, lookup, ctx, &cfg->arena_max,
+                     server ? "4 (server role default)" : "2 (client role default)");
+    else
+        cfg->arena_max = 0;
+    if (!glibc_overrides(cfg, RT_OPT_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_",
+                         "glibc.malloc.mmap_threshold", lookup, ctx))
+        parse_option(cfg, RT_OPT_MMAP_THRESHOLD, false, lookup, ctx, &cfg->mmap_threshold,
+                     "0 (glibc's dynamic threshold)");
+
+    parse_option(cfg, RT_OPT_CUDA_EMPTY_CACHE, true, lookup, ctx, &cfg->cuda_empty_cache, "false");
+    parse_option(cfg, RT_OPT_PY_GC, false, lookup, ctx, &cfg->py_gc, "true");
+    parse_option(cfg, RT_OPT_PY_HOOK, false, lookup, ctx, &cfg->py_hook, "no hook");
+    parse_option(cfg, RT_OPT_INTERVAL_S, false, lookup, ctx, &cfg->interval_s, "0 (off)");
+    parse_option(cfg, RT_OPT_PRESSURE_WARN, false, lookup, ctx, &cfg->pressure_warn, "85");
+    parse_option(cfg, RT_OPT_PRESSURE_CLEAN, false, lookup, ctx, &cfg->pressure_clean, "90");
+    parse_option(cfg, RT_OPT_PRESSURE_GAP_S, false, lookup, ctx, &cfg->pressure_gap_s, "10");
+    parse_option(cfg, RT_OPT_SAMPLE_MS, false, lookup, ctx, &cfg->sample_ms, "1000");
+    parse_option(cfg, RT_OPT_PROM_FILE, false, lookup, ctx, &cfg->prom_file, "no metrics file");
+    parse_option(cfg, RT_OPT_CGROUP_DIR, false, lookup, ctx, &cfg->cgroup_dir,
+                 "the process's own cgroup");
+}
+
+bool roundtrim_config_is_explicit(const struct roundtrim_config *cfg, enum roundtrim_option_id id)
+{
+    return cfg->setting[id].source == RT_FROM_VARIABLE;
+}
+
+bool roundtrim_config_wants_sampling(const struct roundtrim_config *cfg)
+{
+    return cfg->interval_s > 0 || roundtrim_config_is_explicit(cfg, RT_OPT_PRESSURE_WARN) ||
+           roundtrim_config_is_explicit(cfg, RT_OPT_PRESSURE_CLEAN) ||
+           roundtrim_config_is_explicit(cfg, RT_OPT_SAMPLE_MS);
+}
+
+const char *roundtrim_config_source_text(const struct roundtrim_config *cfg,
+                                         enum roundtrim_option_id id)
+{
+    const struct roundtrim_setting *s = &cfg->setting[id];
+    switch (s->source) {
+    case RT_FROM_DEFAULT:
+        return "default";
+    case RT_FROM_ROLE:
+        return "role";
+    case RT_FROM_VARIABLE:
+    case RT_FROM_GLIBC:
+        return s->value_from ? s->value_from : "variable";
+    }
+    return "default";
+}
+
+static void text_or_unset(char *buf, size_t len, const char *s)
+{
+    snprintf(buf, len, "%s", s ? s : "");
+}
+
+void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundtrim_option_id id,
+                                 char *buf, size_t len)
+{
+    const char *name;
+    switch (id) {
+    case RT_OPT_DISABLE:
+        snprintf(buf, len, "%s", cfg->disabled ? "true" : "false");
+        return;
+    case RT_OPT_ROLE:
+        snprintf(buf, len, "%s", roundtrim_role_name(cfg->role));
+        return;
+    case RT_OPT_GC_ROUNDS:
+        snprintf(buf, len, "%" PRIu64, cfg->gc_rounds);
+        return;
+    case RT_OPT_ROUND_SIGNAL:
+        name = roundtrim_signal_name(cfg->round_signal);
+        if (cfg->round_signal == 0)
+            snprintf(buf, len, "none");
+        else if (name)
+            snprintf(buf, len, "%s", name);
+        else
+            snprintf(buf, len, "%d", cfg->round_signal);
+        return;
+    case RT_OPT_LOG:
+        text_or_unset(buf, len, cfg->log_path);
+        return;
+    case RT_OPT_ARENA_MAX:
+        if (cfg->setting[id].source == RT_FROM_GLIBC)
+            snprintf(buf, len, "glibc");
+        else
+            snprintf(buf, len, "%" PRIu64, cfg->arena_max);
+        return;
+    case RT_OPT_MMAP_THRESHOLD:
+        if (cfg->setting[id].source == RT_FROM_GLIBC)
+            snprintf(buf, len, "glibc");
+        else
+            snprintf(buf, len, "%" PRIu64, cfg->mmap_threshold);
+        return;
+    case RT_OPT_CUDA_EMPTY_CACHE:
+        snprintf(buf, len, "%s", cfg->cuda_empty_cache ? "true" : "false");
+        return;
+    case RT_OPT_PY_GC:
+        snprintf(buf, len, "%s", cfg->py_gc ? "true" : "false");
+        return;
+    case RT_OPT_PY_HOOK:
+        text_or_unset(buf, len, cfg->py_hook);
+        return;
+    case RT_OPT_INTERVAL_S:
+        snprintf(buf, len, "%" PRIu64, cfg->interval_s);
+        return;
+    case RT_OPT_PRESSURE_WARN:
+        snprintf(buf, len, "%" PRIu64, cfg->pressure_warn);
+        return;
+    case RT_OPT_PRESSURE_CLEAN:
+        snprintf(buf, len, "%" PRIu64, cfg->pressure_clean);
+        return;
+    case RT_OPT_PRESSURE_GAP_S:
+        snprintf(buf, len, "%" PRIu64, cfg->pressure_gap_s);
+        return;
+    case RT_OPT_SAMPLE_MS:
+        snprintf(buf, len, "%" PRIu64, cfg->sample_ms);
+        return;
+    case RT_OPT_PROM_FILE:
+        text_or_unset(buf, len, cfg->prom_file);
+        return;
+    case RT_OPT_CGROUP_DIR:
+        text_or_unset(buf, len, cfg->cgroup_dir);
+        return;
+    case RT_OPT_COUNT:
+        break;
+    }
+    text_or_unset(buf, len, NULL);
+}

@@ -1,0 +1,120 @@
+#include "policy/parse.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *skip_blanks(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+bool roundtrim_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!text)
+        return false;
+    const char *s = skip_blanks(text);
+    if (*s < '0' || *s > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false; /* overflow */
+        v = v * 10 + d;
+    }
+    if (*skip_blanks(s) != '\0' || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool roundtrim_parse_bool(const char *text, bool *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    if (!text)
+        return false;
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        if (strcasecmp(text, yes[i]) == 0) {
+            *out = true;
+            return true;
+        }
+        if (strcasecmp(text, no[i]) == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    return false;
+}
+
+struct signal_name {
+    int sig;
+    const char *name;
+};
+
+/* Signals that may mark a round: ones nobody sends by accident and whose default action no
+ * program relies on. Faults, job control, timers, SIGTERM/SIGINT/SIGCHLD are refused. */
+static const struct signal_name round_signals[] = {
+    {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},   {SIGHUP, "SIGHUP"},
+    {SIGURG, "SIGURG"},   {SIGWINCH, "SIGWINCH"}, {SIGPWR, "SIGPWR"},
+};
+
+const char *roundtrim_signal_name(int sig)
+{
+    for (size_t i = 0; i < sizeof round_signals / sizeof round_signals[0]; i++)
+        if (round_signals[i].sig == sig)
+            return round_signals[i].name;
+    return NULL;
+}
+
+bool roundtrim_parse_signal(const char *text, int *out)
+{
+    if (!text)
+        return false;
+    const char *s = skip_blanks(text);
+    if (strcasecmp(s, "none") == 0 || strcasecmp(s, "off") == 0) {
+        *out = 0;
+        return true;
+    }
+    uint64_t num;
+    if (roundtrim_parse_uint(s, 1, 64, &num)) {
+        int sig = (int)num;
+        /* Real-time signals are free for applications to use as they like. */
+        if (roundtrim_signal_name(sig) || (sig >= SIGRTMIN && sig <= SIGRTMAX)) {
+            *out = sig;
+            return true;
+        }
+        return false;
+    }
+    if (strncasecmp(s, "SIG", 3) == 0)
+        s += 3;
+    for (size_t i = 0; i < sizeof round_signals / sizeof round_signals[0]; i++) {
+        if (strcasecmp(s, round_signals[i].name + 3) == 0) {
+            *out = round_signals[i].sig;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool roundtrim_tunables_set(const char *tunables, const char *name)
+{
+    if (!tunables || !name)
+        return false;
+    size_t n = strlen(name);
+    const char *p = tunables;
+    while (*p) {
+        /* GLIBC_TUNABLES is name=value pairs separated by ':' */
+        if (strncmp(p, name, n) == 0 && p[n] == '=')
+            return true;
+        const char *colon = strchr(p, ':');
+        if (!colon)
+            break;
+        p = colon + 1;
+    }
+    return false;
+}

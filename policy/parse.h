@@ -1,0 +1,24 @@
+/* Parsers for the text forms of option values. Pure: no locale, no errno left behind. */
+#ifndef ROUNDTRIM_POLICY_PARSE_H
+#define ROUNDTRIM_POLICY_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Decimal whole number in [min, max], surrounding blanks allowed; false on anything else. */
+bool roundtrim_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *out);
+
+/* 1/true/yes/on and 0/false/no/off, any case. */
+bool roundtrim_parse_bool(const char *text, bool *out);
+
+/* "USR1", "SIGUSR1", "sigusr2", "10", "none" (gives 0). Only signals a process may catch and
+ * that make sense as a round marker: no SIGKILL/SIGSTOP/SIGSEGV-like fault signals. */
+bool roundtrim_parse_signal(const char *text, int *out);
+
+/* Name of a signal number ("SIGUSR1"), or NULL when not in our table. */
+const char *roundtrim_signal_name(int sig);
+
+/* Whether GLIBC_TUNABLES text sets the given tunable (e.g. "glibc.malloc.arena_max"). */
+bool roundtrim_tunables_set(const char *tunables, const char *name);
+
+#endif

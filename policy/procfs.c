@@ -1,0 +1,157 @@
+#include "policy/procfs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/parse.h"
+
+/* A whole number at s, then optional blanks; *end is left after it. */
+static bool leading_number(const char *s, uint64_t *v, const char **end)
+{
+    uint64_t n = 0;
+    const char *p = s;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (n > (UINT64_MAX - d) / 10)
+            return false;
+        n = n * 10 + d;
+    }
+    *v = n;
+    *end = p;
+    return true;
+}
+
+bool roundtrim_parse_kb_field(const char *text, const char *name, uint64_t *bytes)
+{
+    size_t n = strlen(name);
+    for (const char *line = text; line && *line;) {
+        if (strncmp(line, name, n) == 0 && line[n] == ':') {
+            uint64_t kb;
+            const char *end;
+            if (!leading_number(line + n + 1, &kb, &end) || kb > UINT64_MAX / 1024)
+                return false;
+            *bytes = kb * 1024;
+            return true;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return false;
+}
+
+bool roundtrim_parse_statm_resident(const char *text, uint64_t page_size, uint64_t *bytes)
+{
+    uint64_t size, resident;
+    const char *end;
+    if (!leading_number(text, &size, &end) || !leading_number(end, &resident, &end))
+        return false;
+    *bytes = resident * page_size;
+    return true;
+}
+
+bool roundtrim_parse_cgroup_limit(const char *text, uint64_t *limit)
+{
+    const char *p = text;
+    while (*p == ' ')
+        p++;
+    if (strncmp(p, "max", 3) == 0) {
+        *limit = 0;
+        return true;
+    }
+    uint64_t v;
+    const char *end;
+    if (!leading_number(p, &v, &end))
+        return false;
+    /* v1 reports "no limit" as the largest page-aligned signed 64-bit value */
+    *limit = v >= ((uint64_t)1 << 62) ? 0 : v;
+    return true;
+}
+
+bool roundtrim_parse_cgroup_usage(const char *text, uint64_t *usage)
+{
+    const char *end;
+    return leading_number(text, usage, &end);
+}
+
+/* Copies the path part (after the second ':') of one /proc/self/cgroup line. */
+static bool line_path(const char *line, const char *line_end, char *out, size_t cap)
+{
+    const char *c1 = memchr(line, ':', (size_t)(line_end - line));
+    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(line_end - c1 - 1)) : NULL;
+    if (!c2)
+        return false;
+    size_t len = (size_t)(line_end - c2 - 1);
+    if (len + 1 > cap)
+        return false;
+    memcpy(out, c2 + 1, len);
+    out[len] = '\0';
+    return true;
+}
+
+static bool controllers_include_memory(const char *c1, const char *c2)
+{
+    for (const char *p = c1 + 1; p < c2;) {
+        const char *comma = memchr(p, ',', (size_t)(c2 - p));
+        const char *end = comma ? comma : c2;
+        if ((size_t)(end - p) == 6 && strncmp(p, "memory", 6) == 0)
+            return true;
+        p = end + 1;
+    }
+    return false;
+}
+
+bool roundtrim_cgroup_dir_from_proc(const char *text, char *dir, size_t cap)
+{
+    char path[1024];
+    bool found_v2 = false;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        const char *end = nl ? nl : line + strlen(line);
+        const char *c1 = memchr(line, ':', (size_t)(end - line));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+        if (c1 && c2 && controllers_include_memory(c1, c2) &&
+            line_path(line, end, path, sizeof path))
+            return snprintf(dir, cap, "/sys/fs/cgroup/memory%s", path) < (int)cap;
+        if (c1 && c2 && c2 == c1 + 1 && strncmp(line, "0:", 2) == 0 &&
+            line_path(line, end, path, sizeof path))
+            found_v2 = snprintf(dir, cap, "/sys/fs/cgroup%s", path) < (int)cap;
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return found_v2;
+}
+
+bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap)
+{
+    size_t len = 0;
+    for (const char *p = tmpl; *p; p++) {
+        char num[24];
+        const char *piece = num;
+        size_t n;
+        if (p[0] == '%' && p[1] == 'p') {
+            n = (size_t)snprintf(num, sizeof num, "%d", pid);
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            num[0] = '%';
+            n = 1;
+            p++;
+        } else {
+            piece = p;
+            n = 1;
+        }
+        if (len + n + 1 > cap)
+            return false;
+        memcpy(out + len, piece, n);
+        len += n;
+    }
+    if (cap == 0)
+        return false;
+    out[len] = '\0';
+    return true;
+}

@@ -1,0 +1,108 @@
+#include "policy/prom_format.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+struct out {
+    char *buf;
+    size_t cap, len;
+    bool overflow;
+    char labels[256];
+};
+
+static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void emit(struct out *o, const char *fmt, ...)
+{
+    if (o->overflow)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= o->cap - o->len)
+        o->overflow = true;
+    else
+        o->len += (size_t)n;
+}
+
+static void metric(struct out *o, const char *name, const char *type, const char *help, uint64_t v)
+{
+    emit(o, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n", name, help, name, type, name,
+         o->labels, v);
+}
+
+static void metric_seconds(struct out *o, const char *name, const char *help, uint64_t us)
+{
+    emit(o, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %" PRIu64 ".%06" PRIu64 "\n", name, help, name,
+         name, o->labels, us / 1000000u, us % 1000000u);
+}
+
+/* Label values: backslash, quote and newline must be escaped; other bytes pass. */
+static void label_value(char *dst, size_t cap, const char *v)
+{
+    size_t n = 0;
+    for (; v && *v && n + 3 < cap; v++) {
+        if (*v == '\\' || *v == '"') {
+            dst[n++] = '\\';
+            dst[n++] = *v;
+        } else if (*v == '\n') {
+            dst[n++] = '\\';
+            dst[n++] = 'n';
+        } else {
+            dst[n++] = *v;
+        }
+    }
+    dst[n] = '\0';
+}
+
+size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, size_t cap)
+{
+    struct out o = {.buf = buf, .cap = cap};
+    char role[32], proc[96];
+    label_value(role, sizeof role, in->role);
+    label_value(proc, sizeof proc, in->process);
+    snprintf(o.labels, sizeof o.labels, "pid=\"%d\",role=\"%s\",process=\"%s\"", in->pid, role,
+             proc);
+    const struct roundtrim_round_record *r = in->last;
+    metric(&o, "roundtrim_rounds_total", "counter", "Rounds ended.", in->rounds);
+    metric(&o, "roundtrim_cleanups_total", "counter", "Cleanups run (rounds and memory pressure).",
+           in->cleanups);
+    metric(&o, "roundtrim_malloc_calls_total", "counter", "Blocks handed out by the malloc family.",
+           in->total->malloc_calls);
+    metric(&o, "roundtrim_free_calls_total", "counter", "Blocks released by the malloc family.",
+           in->total->free_calls);
+    metric(&o, "roundtrim_malloc_bytes_total", "counter", "Usable bytes of the blocks handed out.",
+           in->total->malloc_bytes);
+    metric(&o, "roundtrim_free_bytes_total", "counter", "Usable bytes of the blocks released.",
+           in->total->free_bytes);
+    metric(&o, "roundtrim_released_bytes_total", "counter",
+           "Resident bytes given back to the OS by cleanups.", in->released_bytes_total);
+    metric(&o, "roundtrim_rss_bytes", "gauge", "Resident set size after the last round.",
+           r->rss_after);
+    metric(&o, "roundtrim_rss_round_start_bytes", "gauge",
+           "Resident set size at the last round boundary, before cleanup.", r->rss_before);
+    metric(&o, "roundtrim_rss_peak_bytes", "gauge", "Peak resident set size within the last round.",
+           r->rss_peak);
+    if (r->heap_live_known)
+        metric(&o, "roundtrim_heap_live_bytes", "gauge",
+               "Bytes in live heap blocks as the allocator counts them.", r->heap_live);
+    if (r->cgroup_known)
+        metric(&o, "roundtrim_cgroup_usage_bytes", "gauge",
+               "Memory charged to the process's cgroup (page cache included).", r->cgroup_usage);
+    metric_seconds(&o, "roundtrim_last_cleanup_seconds", "Duration of the last round's cleanup.",
+                   r->cleanup_us);
+    if (r->cuda.present) {
+        metric(&o, "roundtrim_cuda_live_bytes", "gauge", "Device bytes allocated and not freed.",
+               r->cuda.live_bytes);
+        metric(&o, "roundtrim_cuda_peak_bytes", "gauge",
+               "Peak device bytes allocated within the last round.", r->cuda.peak_bytes);
+        metric(&o, "roundtrim_cuda_alloc_bytes_total", "counter", "Device bytes allocated.",
+               in->cuda_alloc_bytes_total);
+        metric(&o, "roundtrim_cuda_free_bytes_total", "counter", "Device bytes freed.",
+               in->cuda_free_bytes_total);
+    }
+    return o.overflow ? 0 : o.len;
+}

@@ -1,0 +1,211 @@
+#include "policy/round_record.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put(struct roundtrim_json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(struct roundtrim_json *j, const char *fmt, ...)
+{
+    if (j->overflow)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(j->buf + j->len, j->cap - j->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= j->cap - j->len) {
+        j->overflow = true;
+        return;
+    }
+    j->len += (size_t)n;
+}
+
+/* Writes s as a JSON string body: quotes, backslashes and control bytes escaped. */
+static void put_escaped(struct roundtrim_json *j, const char *s)
+{
+    put(j, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow; p++) {
+        if (*p == '"' || *p == '\\')
+            put(j, "\\%c", *p);
+        else if (*p < 0x20)
+            put(j, "\\u%04x", *p);
+        else
+            put(j, "%c", *p);
+    }
+    put(j, "\"");
+}
+
+static void key(struct roundtrim_json *j, const char *k)
+{
+    if (j->need_comma)
+        put(j, ",");
+    j->need_comma = true;
+    if (k) {
+        put_escaped(j, k);
+        put(j, ":");
+    }
+}
+
+void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap)
+{
+    j->buf = buf;
+    j->cap = cap;
+    j->len = 0;
+    j->overflow = cap == 0;
+    j->need_comma = false;
+    put(j, "{");
+}
+
+void roundtrim_json_u64(struct roundtrim_json *j, const char *k, uint64_t v)
+{
+    key(j, k);
+    put(j, "%" PRIu64, v);
+}
+
+void roundtrim_json_i64(struct roundtrim_json *j, const char *k, int64_t v)
+{
+    key(j, k);
+    put(j, "%" PRId64, v);
+}
+
+void roundtrim_json_str(struct roundtrim_json *j, const char *k, const char *v)
+{
+    key(j, k);
+    if (v)
+        put_escaped(j, v);
+    else
+        put(j, "null");
+}
+
+void roundtrim_json_bool(struct roundtrim_json *j, const char *k, bool v)
+{
+    key(j, k);
+    put(j, "%s", v ? "true" : "false");
+}
+
+void roundtrim_json_ts(struct roundtrim_json *j, const char *k, double seconds)
+{
+    key(j, k);
+    put(j, "%.3f", seconds);
+}
+
+void roundtrim_json_object_begin(struct roundtrim_json *j, const char *k)
+{
+    key(j, k);
+    put(j, "{");
+    j->need_comma = false;
+}
+
+void roundtrim_json_object_end(struct roundtrim_json *j)
+{
+    put(j, "}");
+    j->need_comma = true;
+}
+
+void roundtrim_json_array_begin(struct roundtrim_json *j, const char *k)
+{
+    key(j, k);
+    put(j, "[");
+    j->need_comma = false;
+}
+
+void roundtrim_json_array_str(struct roundtrim_json *j, const char *v)
+{
+    key(j, NULL);
+    put_escaped(j, v);
+}
+
+void roundtrim_json_array_end(struct roundtrim_json *j)
+{
+    put(j, "]");
+    j->need_comma = true;
+}
+
+size_t roundtrim_json_end(struct roundtrim_json *j)
+{
+    put(j, "}\n");
+    return j->overflow ? 0 : j->len;
+}
+
+static const struct {
+    enum roundtrim_action action;
+    const char *name;
+} action_names[] = {
+    {RT_ACT_GC, "gc"},
+    {RT_ACT_TRIM, "trim"},
+    {RT_ACT_PURGE, "purge"},
+    {RT_ACT_TORCH_EMPTY_CACHE, "torch_empty_cache"},
+    {RT_ACT_CUDA_POOL_TRIM, "cuda_pool_trim"},
+};
+
+const char *roundtrim_action_name(enum roundtrim_action a)
+{
+    for (size_t i = 0; i < sizeof action_names / sizeof action_names[0]; i++)
+        if (action_names[i].action == a)
+            return action_names[i].name;
+    return "unknown";
+}
+
+static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_round *c)
+{
+    roundtrim_json_u64(j, "cuda_alloc_calls", c->alloc_calls);
+    roundtrim_json_u64(j, "cuda_alloc_bytes", c->alloc_bytes);
+    roundtrim_json_u64(j, "cuda_free_calls", c->free_calls);
+    roundtrim_json_u64(j, "cuda_free_bytes", c->free_bytes);
+    roundtrim_json_u64(j, "cuda_live_bytes", c->live_bytes);
+    roundtrim_json_u64(j, "cuda_peak_bytes", c->peak_bytes);
+    if (c->have_mem_info) {
+        roundtrim_json_u64(j, "cuda_free_mem", c->free_mem);
+        roundtrim_json_u64(j, "cuda_total_mem", c->total_mem);
+    }
+}
+
+size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap)
+{
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, cap);
+    roundtrim_json_str(&j, "event", "round");
+    roundtrim_json_i64(&j, "pid", r->pid);
+    roundtrim_json_u64(&j, "round", r->round);
+    roundtrim_json_ts(&j, "ts", r->ts);
+    roundtrim_json_str(&j, "source", r->source);
+    roundtrim_json_u64(&j, "malloc_calls", r->traffic.malloc_calls);
+    roundtrim_json_u64(&j, "free_calls", r->traffic.free_calls);
+    roundtrim_json_u64(&j, "malloc_bytes", r->traffic.malloc_bytes);
+    roundtrim_json_u64(&j, "free_bytes", r->traffic.free_bytes);
+    if (r->heap_live_known)
+        roundtrim_json_u64(&j, "heap_live", r->heap_live);
+    else
+        roundtrim_json_str(&j, "heap_live", NULL);
+    roundtrim_json_u64(&j, "rss_before", r->rss_before);
+    roundtrim_json_u64(&j, "rss_after", r->rss_after);
+    roundtrim_json_u64(&j, "rss_peak", r->rss_peak);
+    if (r->cgroup_known) {
+        roundtrim_json_u64(&j, "cgroup_usage", r->cgroup_usage);
+        if (r->cgroup_limit > 0)
+            roundtrim_json_u64(&j, "cgroup_limit", r->cgroup_limit);
+    }
+    roundtrim_json_array_begin(&j, "cleanup");
+    for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
+        if (r->actions & bit)
+            roundtrim_json_array_str(&j, roundtrim_action_name((enum roundtrim_action)bit));
+    roundtrim_json_array_end(&j);
+    roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
+    if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
+        roundtrim_json_u64(&j, "trim_us", r->trim_us);
+    if (r->gc_ran) {
+        roundtrim_json_u64(&j, "gc_collected", r->gc_collected);
+        roundtrim_json_u64(&j, "gc_us", r->gc_us);
+    }
+    if (r->actions & RT_ACT_TORCH_EMPTY_CACHE)
+        roundtrim_json_u64(&j, "torch_empty_cache_us", r->torch_empty_cache_us);
+    if (r->actions & RT_ACT_CUDA_POOL_TRIM)
+        roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);
+    roundtrim_json_str(&j, "allocator", r->allocator);
+    if (r->cuda.present)
+        format_cuda(&j, &r->cuda);
+    return roundtrim_json_end(&j);
+}

@@ -1,0 +1,84 @@
+/* What one round measured and did, and its JSON form (one line of the round log). */
+#ifndef ROUNDTRIM_POLICY_ROUND_RECORD_H
+#define ROUNDTRIM_POLICY_ROUND_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Malloc-family traffic; a round's record holds the difference of two cumulative readings. */
+struct roundtrim_traffic {
+    uint64_t
+        malloc_calls; /* every call that returned a block: malloc, calloc, realloc, memalign... */
+    uint64_t free_calls;   /* every call that released a block: free, realloc's old block... */
+    uint64_t malloc_bytes; /* usable size of the blocks handed out */
+    uint64_t free_bytes;   /* usable size of the blocks released */
+};
+
+/* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
+struct roundtrim_cuda_round {
+    bool present;
+    uint64_t alloc_calls, alloc_bytes, free_calls, free_bytes;
+    uint64_t live_bytes, peak_bytes;
+    bool have_mem_info;
+    uint64_t free_mem, total_mem;
+};
+
+enum roundtrim_action {
+    RT_ACT_GC = 1u << 0,
+    RT_ACT_TRIM = 1u << 1,  /* glibc malloc_trim(0) */
+    RT_ACT_PURGE = 1u << 2, /* jemalloc arena.<all>.purge */
+    RT_ACT_TORCH_EMPTY_CACHE = 1u << 3,
+    RT_ACT_CUDA_POOL_TRIM = 1u << 4,
+};
+
+struct roundtrim_round_record {
+    int pid;
+    uint64_t round;
+    double ts; /* seconds since the epoch */
+    const char *source;
+    const char *allocator;
+    struct roundtrim_traffic traffic;
+    bool heap_live_known;
+    uint64_t heap_live;
+    uint64_t rss_before, rss_after, rss_peak;
+    bool cgroup_known;
+    uint64_t cgroup_usage, cgroup_limit;
+    unsigned actions; /* enum roundtrim_action bits, in the order they ran */
+    uint64_t cleanup_us, trim_us;
+    bool gc_ran;
+    uint64_t gc_collected, gc_us;
+    uint64_t torch_empty_cache_us;
+    uint64_t cuda_pool_trim_bytes;
+    struct roundtrim_cuda_round cuda;
+};
+
+/* A bounded JSON writer: never writes past cap, and remembers whether it ran out of room. */
+struct roundtrim_json {
+    char *buf;
+    size_t cap, len;
+    bool overflow;
+    bool need_comma;
+};
+
+void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap);
+void roundtrim_json_u64(struct roundtrim_json *j, const char *key, uint64_t v);
+void roundtrim_json_i64(struct roundtrim_json *j, const char *key, int64_t v);
+void roundtrim_json_str(struct roundtrim_json *j, const char *key, const char *v);
+void roundtrim_json_bool(struct roundtrim_json *j, const char *key, bool v);
+void roundtrim_json_ts(struct roundtrim_json *j, const char *key, double seconds);
+void roundtrim_json_object_begin(struct roundtrim_json *j, const char *key);
+void roundtrim_json_object_end(struct roundtrim_json *j);
+void roundtrim_json_array_begin(struct roundtrim_json *j, const char *key);
+void roundtrim_json_array_str(struct roundtrim_json *j, const char *v);
+void roundtrim_json_array_end(struct roundtrim_json *j);
+/* Closes the object and appends a newline; returns the length, or 0 when it did not fit. */
+size_t roundtrim_json_end(struct roundtrim_json *j);
+
+/* Formats a round record as one JSON line. Returns its length, 0 if buf was too small. */
+size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap);
+
+/* Stable names of actions, in pipeline order ("gc", "trim", "purge", ...). */
+const char *roundtrim_action_name(enum roundtrim_action a);
+
+#endif

@@ -1,0 +1,127 @@
+#include "runtime/allocator_ops.h"
+
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "policy/round_record.h"
+#include "runtime/clock.h"
+#include "runtime/state.h"
+#include "shim/next_alloc.h"
+
+typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
+typedef struct mallinfo2 (*mallinfo2_fn)(void);
+typedef int (*malloc_trim_fn)(size_t);
+typedef int (*mallopt_fn)(int, int);
+
+static enum roundtrim_allocator kind = RT_ALLOC_OTHER;
+static char other_name[256] = "other";
+static mallctl_fn je_mallctl;
+static mallinfo2_fn glibc_mallinfo2;
+static malloc_trim_fn glibc_malloc_trim;
+static mallopt_fn glibc_mallopt;
+
+/* The allocator is the one whose object defines the malloc we forward to. */
+void roundtrim_allocator_detect(void)
+{
+    Dl_info info;
+    if (!dladdr((void *)roundtrim_next.malloc, &info) || !info.dli_fname)
+        return;
+    void *obj = dlopen(info.dli_fname[0] ? info.dli_fname : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    if (!obj)
+        return;
+    je_mallctl = (mallctl_fn)dlsym(obj, "mallctl");
+    if (je_mallctl) {
+        kind = RT_ALLOC_JEMALLOC;
+    } else if (strstr(info.dli_fname, "libc.so")) {
+        glibc_mallinfo2 = (mallinfo2_fn)dlsym(obj, "mallinfo2");
+        glibc_malloc_trim = (malloc_trim_fn)dlsym(obj, "malloc_trim");
+        glibc_mallopt = (mallopt_fn)dlsym(obj, "mallopt");
+        if (glibc_malloc_trim)
+            kind = RT_ALLOC_GLIBC;
+    }
+    if (kind == RT_ALLOC_OTHER) {
+        const char *base = strrchr(info.dli_fname, '/');
+        strncpy(other_name, base ? base + 1 : info.dli_fname, sizeof other_name - 1);
+    }
+    dlclose(obj);
+}
+
+enum roundtrim_allocator roundtrim_allocator_kind(void)
+{
+    return kind;
+}
+
+const char *roundtrim_allocator_name(void)
+{
+    switch (kind) {
+    case RT_ALLOC_GLIBC:
+        return "glibc";
+    case RT_ALLOC_JEMALLOC:
+        return "jemalloc";
+    case RT_ALLOC_OTHER:
+        break;
+    }
+    return other_name;
+}
+
+bool roundtrim_allocator_heap_live(uint64_t *bytes)
+{
+    if (kind == RT_ALLOC_GLIBC && glibc_mallinfo2) {
+        /* Walks every arena under its lock: fine once a round, not per sample. */
+        struct mallinfo2 mi = glibc_mallinfo2();
+        *bytes = mi.uordblks + mi.hblkhd;
+        return true;
+    }
+    if (kind == RT_ALLOC_JEMALLOC) {
+        uint64_t epoch = 1;
+        size_t len = sizeof epoch;
+        size_t allocated = 0, alen = sizeof allocated;
+        /* jemalloc's statistics are a snapshot refreshed by writing "epoch". */
+        if (je_mallctl("epoch", &epoch, &len, &epoch, len) != 0 ||
+            je_mallctl("stats.allocated", &allocated, &alen, NULL, 0) != 0)
+            return false;
+        *bytes = allocated;
+        return true;
+    }
+    return false;
+}
+
+unsigned roundtrim_allocator_release(uint64_t *us)
+{
+    uint64_t t0 = roundtrim_now_us();
+    unsigned action = 0;
+    if (kind == RT_ALLOC_GLIBC) {
+        glibc_malloc_trim(0);
+        action = RT_ACT_TRIM;
+    } else if (kind == RT_ALLOC_JEMALLOC) {
+        /* 4096 is MALLCTL_ARENAS_ALL: every arena at once. */
+        if (je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0)
+            action = RT_ACT_PURGE;
+    } else {
+        static bool said;
+        if (!said) {
+            said = true;
+            char line[400];
+            snprintf(line, sizeof line,
+                     "the allocator serving malloc (%s) is neither glibc nor jemalloc; cleanup "
+                     "rounds return nothing from its heap",
+                     other_name);
+            roundtrim_warn(line);
+        }
+    }
+    *us = roundtrim_now_us() - t0;
+    return action;
+}
+
+void roundtrim_allocator_tune(const struct roundtrim_config *cfg)
+{
+    if (kind != RT_ALLOC_GLIBC || !glibc_mallopt)
+        return;
+    if (cfg->arena_max > 0 && cfg->setting[RT_OPT_ARENA_MAX].source != RT_FROM_GLIBC)
+        glibc_mallopt(M_ARENA_MAX, (int)cfg->arena_max);
+    /* Setting the threshold also stops glibc from raising it after each large free. */
+    if (cfg->mmap_threshold > 0 && cfg->setting[RT_OPT_MMAP_THRESHOLD].source != RT_FROM_GLIBC)
+        glibc_mallopt(M_MMAP_THRESHOLD, (int)cfg->mmap_threshold);
+}

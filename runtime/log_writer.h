@@ -1,0 +1,21 @@
+/* The round log: opened at the first record (a process that never ends a round writes nothing),
+ * one write(2) per record so that processes appending to one file never interleave. */
+#ifndef ROUNDTRIM_RUNTIME_LOG_WRITER_H
+#define ROUNDTRIM_RUNTIME_LOG_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Writes one complete record (ending in '\n'). Opens the log first if needed, writing the start
+ * record before anything else. Returns false when there is no usable log. */
+bool roundtrim_log_write(const char *line, size_t len);
+
+/* Whether this process has written anything to its log. */
+bool roundtrim_log_started(void);
+
+void roundtrim_log_fork_child(void);
+
+/* Writes a whole buffer to fd, retrying short writes and EINTR. */
+bool roundtrim_write_all(int fd, const char *buf, size_t len);
+
+#endif

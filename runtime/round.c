@@ -1,0 +1,240 @@
+#include "runtime/round.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/pressure.h"
+#include "policy/round_record.h"
+#include "runtime/allocator_ops.h"
+#include "runtime/clock.h"
+#include "runtime/cuda_track.h"
+#include "runtime/log_writer.h"
+#include "runtime/metrics_file.h"
+#include "runtime/proc_mem.h"
+#include "runtime/python_bridge.h"
+#include "runtime/state.h"
+#include "runtime/thread_counters.h"
+
+/* Modules that may be absent from a build (TEMPORARY until merged). */
+#pragma weak roundtrim_python_gc
+#pragma weak roundtrim_python_torch_empty_cache
+#pragma weak roundtrim_cuda_pool_trim
+#pragma weak roundtrim_cuda_round_take
+
+static unsigned long pending[ROUNDTRIM_SRC_COUNT];
+
+/* Serialises rounds with the exit summary; the worker is the only other user. */
+static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t round_no, cleanups;
+static struct roundtrim_traffic last_total;
+static uint64_t last_round_us;
+static struct roundtrim_pressure pressure;
+
+void roundtrim_round_add_pending(enum roundtrim_source src)
+{
+    __atomic_add_fetch(&pending[src], 1, __ATOMIC_SEQ_CST);
+}
+
+static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_traffic *now,
+                          const struct roundtrim_traffic *before)
+{
+    d->malloc_calls = now->malloc_calls - before->malloc_calls;
+    d->free_calls = now->free_calls - before->free_calls;
+    d->malloc_bytes = now->malloc_bytes - before->malloc_bytes;
+    d->free_bytes = now->free_bytes - before->free_bytes;
+}
+
+/* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
+ * the device caches. */
+static void cleanup(struct roundtrim_round_record *r)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    uint64_t t0 = roundtrim_now_us();
+    if (cfg->py_gc && roundtrim_python_gc && roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
+        r->gc_ran = true;
+        r->actions |= RT_ACT_GC;
+    }
+    r->actions |= roundtrim_allocator_release(&r->trim_us);
+    if (cfg->cuda_empty_cache) {
+        if (roundtrim_python_torch_empty_cache &&
+            roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
+            r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
+        if (roundtrim_cuda_pool_trim && roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
+            r->actions |= RT_ACT_CUDA_POOL_TRIM;
+    }
+    r->cleanup_us = roundtrim_now_us() - t0;
+    cleanups++;
+}
+
+static void measure(struct roundtrim_round_record *r)
+{
+    struct roundtrim_traffic now;
+    roundtrim_counters_total(&now);
+    traffic_delta(&r->traffic, &now, &last_total);
+    last_total = now;
+    r->pid = (int)getpid();
+    r->ts = roundtrim_wall_seconds();
+    r->allocator = roundtrim_allocator_name();
+    r->rss_before = roundtrim_rss_bytes();
+    r->rss_peak = roundtrim_rss_peak_bytes();
+    if (r->rss_peak < r->rss_before)
+        r->rss_peak = r->rss_before;
+    r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
+    struct roundtrim_mem_limit lim;
+    roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
+    if (lim.cgroup_usage_known) {
+        r->cgroup_known = true;
+        r->cgroup_usage = lim.cgroup_usage;
+        r->cgroup_limit = lim.cgroup_limit;
+    }
+    if (roundtrim_cuda_round_take)
+        roundtrim_cuda_round_take(&r->cuda);
+}
+
+static void finish(struct roundtrim_round_record *r)
+{
+    r->rss_after = roundtrim_rss_bytes();
+    /* The next round's peak starts from here. */
+    roundtrim_rss_peak_reset();
+    char line[4096];
+    size_t n = roundtrim_round_record_format(r, line, sizeof line);
+    if (n > 0)
+        roundtrim_log_write(line, n);
+    roundtrim_metrics_file_update(r, round_no, cleanups);
+}
+
+static void run_round(enum roundtrim_source src)
+{
+    pthread_mutex_lock(&round_lock);
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    r.round = ++round_no;
+    r.source = roundtrim_source_name(src);
+    measure(&r);
+    if (roundtrim_round_cleans(roundtrim_config(), r.round))
+        cleanup(&r);
+    finish(&r);
+    last_round_us = roundtrim_now_us();
+    pthread_mutex_unlock(&round_lock);
+}
+
+void roundtrim_round_run_pending(void)
+{
+    for (int src = 0; src < ROUNDTRIM_SRC_COUNT; src++) {
+        unsigned long n = __atomic_exchange_n(&pending[src], 0, __ATOMIC_SEQ_CST);
+        while (n-- > 0)
+            run_round((enum roundtrim_source)src);
+    }
+}
+
+bool roundtrim_round_wants_samples(void)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    return cfg->interval_s > 0 || cfg->pressure_warn > 0 || cfg->pressure_clean > 0;
+}
+
+static void pressure_record(const char *level, const struct roundtrim_mem_limit *lim,
+                            const struct roundtrim_round_record *cleaned)
+{
+    char line[2048];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, line, sizeof line);
+    roundtrim_json_str(&j, "event", "pressure");
+    roundtrim_json_i64(&j, "pid", getpid());
+    roundtrim_json_ts(&j, "ts", roundtrim_wall_seconds());
+    roundtrim_json_str(&j, "level", level);
+    roundtrim_json_u64(&j, "used_bytes", lim->used);
+    roundtrim_json_u64(&j, "limit_bytes", lim->limit);
+    roundtrim_json_u64(&j, "percent", roundtrim_pressure_percent(lim->used, lim->limit));
+    roundtrim_json_str(&j, "limit_source", lim->from_cgroup ? "cgroup" : "MemTotal");
+    if (cleaned) {
+        roundtrim_json_u64(&j, "rss_before", cleaned->rss_before);
+        roundtrim_json_u64(&j, "rss_after", cleaned->rss_after);
+        roundtrim_json_array_begin(&j, "cleanup");
+        for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
+            if (cleaned->actions & bit)
+                roundtrim_json_array_str(&j, roundtrim_action_name((enum roundtrim_action)bit));
+        roundtrim_json_array_end(&j);
+        roundtrim_json_u64(&j, "cleanup_us", cleaned->cleanup_us);
+    }
+    size_t n = roundtrim_json_end(&j);
+    if (n > 0)
+        roundtrim_log_write(line, n);
+}
+
+static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
+{
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_lock(&round_lock);
+    r.rss_before = roundtrim_rss_bytes();
+    cleanup(&r);
+    r.rss_after = roundtrim_rss_bytes();
+    pressure_record("clean", lim, &r);
+    pthread_mutex_unlock(&round_lock);
+}
+
+void roundtrim_round_sample(void)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    uint64_t now = roundtrim_now_us();
+    if (last_round_us == 0)
+        last_round_us = now; /* the first timer round is one interval after sampling starts */
+    if (cfg->interval_s > 0 && now - last_round_us >= cfg->interval_s * 1000000u) {
+        roundtrim_round_add_pending(ROUNDTRIM_SRC_TIMER);
+        roundtrim_round_run_pending();
+    }
+    if (cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
+        return;
+    struct roundtrim_mem_limit lim;
+    roundtrim_mem_limit_read(cfg->cgroup_dir, &lim);
+    unsigned act = roundtrim_pressure_update(&pressure, cfg, lim.used, lim.limit, now / 1000);
+    if (act & RT_PRESSURE_WARN)
+        pressure_record("warn", &lim, NULL);
+    if (act & RT_PRESSURE_CLEAN)
+        pressure_cleanup(&lim);
+}
+
+void roundtrim_round_at_exit(void)
+{
+    if (!roundtrim_log_started())
+        return;
+    /* A round in progress on the worker finishes first, unless it takes too long. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 2;
+    bool locked = pthread_mutex_timedlock(&round_lock, &deadline) == 0;
+    struct roundtrim_traffic total;
+    roundtrim_counters_total(&total);
+    char line[1024];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, line, sizeof line);
+    roundtrim_json_str(&j, "event", "exit");
+    roundtrim_json_i64(&j, "pid", getpid());
+    roundtrim_json_ts(&j, "ts", roundtrim_wall_seconds());
+    roundtrim_json_u64(&j, "rounds", round_no);
+    roundtrim_json_u64(&j, "cleanups", cleanups);
+    roundtrim_json_u64(&j, "malloc_calls", total.malloc_calls);
+    roundtrim_json_u64(&j, "free_calls", total.free_calls);
+    roundtrim_json_u64(&j, "malloc_bytes", total.malloc_bytes);
+    roundtrim_json_u64(&j, "free_bytes", total.free_bytes);
+    roundtrim_json_u64(&j, "rss", roundtrim_rss_bytes());
+    roundtrim_json_u64(&j, "rss_peak", roundtrim_rss_peak_bytes());
+    size_t n = roundtrim_json_end(&j);
+    if (n > 0)
+        roundtrim_log_write(line, n);
+    if (locked)
+        pthread_mutex_unlock(&round_lock);
+}
+
+void roundtrim_round_fork_child(void)
+{
+    pthread_mutex_init(&round_lock, NULL);
+    memset(pending, 0, sizeof pending);
+    memset(&last_total, 0, sizeof last_total);
+    memset(&pressure, 0, sizeof pressure);
+    round_no = cleanups = 0;
+    last_round_us = roundtrim_now_us();
+}

@@ -1,0 +1,154 @@
+#include "runtime/state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/allocator_ops.h"
+#include "runtime/clock.h"
+#include "runtime/cuda_track.h"
+#include "runtime/log_writer.h"
+#include "runtime/metrics_file.h"
+#include "runtime/python_bridge.h"
+#include "runtime/round.h"
+#include "shim/signal_hooks.h"
+#include "runtime/thread_counters.h"
+#include "runtime/worker.h"
+#include "shim/next_alloc.h"
+
+#pragma weak roundtrim_cuda_fork_child
+#pragma weak roundtrim_python_init
+
+static struct roundtrim_config config;
+static double start_ts;
+static bool active;
+
+/* The strings the settings point at are copied: the program may change its environment later. */
+static char string_store[16384];
+static size_t string_used;
+
+static const char *keep_string(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    if (string_used + n > sizeof string_store)
+        return NULL;
+    char *copy = memcpy(string_store + string_used, s, n);
+    string_used += n;
+    return copy;
+}
+
+const struct roundtrim_config *roundtrim_config(void)
+{
+    return &config;
+}
+
+double roundtrim_start_time(void)
+{
+    return start_ts;
+}
+
+bool roundtrim_active(void)
+{
+    return active;
+}
+
+void roundtrim_warn(const char *text)
+{
+    char line[4600];
+    int n = snprintf(line, sizeof line, "roundtrim: %s\n", text);
+    if (n > (int)sizeof line - 1) {
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    if (n > 0)
+        roundtrim_write_all(STDERR_FILENO, line, (size_t)n);
+}
+
+void roundtrim_warn_once_errno(const char *text, int err)
+{
+    static const char *said;
+    if (said == text)
+        return;
+    said = text;
+    char line[600];
+    snprintf(line, sizeof line, "%s: %s", text, strerror(err));
+    roundtrim_warn(line);
+}
+
+static const char *env_lookup(void *ctx, const char *name)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+static void fork_prepare(void)
+{
+    roundtrim_counters_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+    roundtrim_counters_fork_parent();
+}
+
+/* The child is a process of its own: its records carry its pid, its rounds start at 1, and it
+ * starts its own worker when it needs one. */
+static void fork_child(void)
+{
+    start_ts = roundtrim_wall_seconds();
+    roundtrim_counters_fork_child();
+    roundtrim_worker_fork_child();
+    roundtrim_round_fork_child();
+    roundtrim_log_fork_child();
+    roundtrim_metrics_file_fork_child();
+    if (roundtrim_cuda_fork_child)
+        roundtrim_cuda_fork_child();
+}
+
+static void print_warnings(void)
+{
+    for (unsigned i = 0; i < config.warning_count; i++)
+        roundtrim_warn(config.warnings[i]);
+}
+
+static void copy_strings(void)
+{
+    config.log_path = keep_string(config.log_path);
+    config.py_hook = keep_string(config.py_hook);
+    config.prom_file = keep_string(config.prom_file);
+    config.cgroup_dir = keep_string(config.cgroup_dir);
+}
+
+__attribute__((constructor)) static void roundtrim_start(void)
+{
+    start_ts = roundtrim_wall_seconds();
+    roundtrim_next_alloc_resolve();
+    roundtrim_config_load(&config, env_lookup, NULL);
+    copy_strings();
+    print_warnings();
+    if (config.disabled) {
+        roundtrim_counters_disable();
+        return;
+    }
+    roundtrim_allocator_detect();
+    roundtrim_allocator_tune(&config);
+    roundtrim_worker_init();
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    active = true;
+    if (config.round_signal)
+        roundtrim_signal_source_install(config.round_signal);
+    if (roundtrim_python_init)
+        roundtrim_python_init(config.py_hook);
+    if (roundtrim_config_wants_sampling(&config))
+        roundtrim_worker_ensure();
+}
+
+__attribute__((destructor)) static void roundtrim_stop(void)
+{
+    if (active)
+        roundtrim_round_at_exit();
+}

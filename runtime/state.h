@@ -1,0 +1,24 @@
+/* The library's settings and life cycle: constructor, fork handlers, exit. */
+#ifndef ROUNDTRIM_RUNTIME_STATE_H
+#define ROUNDTRIM_RUNTIME_STATE_H
+
+#include <stdbool.h>
+
+#include "policy/options.h"
+
+/* The settings read at start (valid after the constructor). */
+const struct roundtrim_config *roundtrim_config(void);
+
+/* When roundtrim started in this process (seconds since the epoch). */
+double roundtrim_start_time(void);
+
+/* False before the constructor ran, and when ROUNDTRIM_DISABLE is set. */
+bool roundtrim_active(void);
+
+/* One line on stderr, "roundtrim: <text>\n", written with a single write(2). */
+void roundtrim_warn(const char *text);
+
+/* The same, with ": <strerror(err)>" appended; printed once per distinct text pointer. */
+void roundtrim_warn_once_errno(const char *text, int err);
+
+#endif

@@ -1,0 +1,130 @@
+#include "runtime/worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/boundary.h"
+#include "runtime/round.h"
+#include "runtime/state.h"
+#include "runtime/thread_counters.h"
+
+int roundtrim_worker_start_wanted;
+
+enum { WORKER_NONE, WORKER_STARTING, WORKER_RUNNING, WORKER_FAILED };
+static int worker_state = WORKER_NONE;
+static sem_t wake;
+static pthread_t worker_thread;
+static __thread bool on_worker;
+
+void roundtrim_worker_init(void)
+{
+    sem_init(&wake, 0, 0);
+}
+
+bool roundtrim_worker_running(void)
+{
+    return __atomic_load_n(&worker_state, __ATOMIC_SEQ_CST) == WORKER_RUNNING;
+}
+
+bool roundtrim_worker_is_self(void)
+{
+    return on_worker;
+}
+
+void roundtrim_worker_wake(void)
+{
+    if (roundtrim_worker_running())
+        sem_post(&wake); /* async-signal-safe */
+}
+
+static void add_ms(struct timespec *t, uint64_t ms)
+{
+    t->tv_sec += (time_t)(ms / 1000);
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    (void)arg;
+    on_worker = true;
+    roundtrim_thread_mark_internal();
+    const struct roundtrim_config *cfg = roundtrim_config();
+    struct timespec next_sample;
+    clock_gettime(CLOCK_MONOTONIC, &next_sample);
+    add_ms(&next_sample, cfg->sample_ms);
+    for (;;) {
+        roundtrim_round_run_pending();
+        int rc;
+        if (roundtrim_round_wants_samples()) {
+            rc = sem_clockwait(&wake, CLOCK_MONOTONIC, &next_sample);
+            if (rc != 0 && errno == ETIMEDOUT) {
+                roundtrim_round_sample();
+                clock_gettime(CLOCK_MONOTONIC, &next_sample);
+                add_ms(&next_sample, cfg->sample_ms);
+            }
+        } else {
+            rc = sem_wait(&wake);
+        }
+        (void)rc; /* EINTR or a post: either way look at what is pending */
+    }
+    return NULL;
+}
+
+bool roundtrim_worker_ensure(void)
+{
+    int expected = WORKER_NONE;
+    if (!__atomic_compare_exchange_n(&worker_state, &expected, WORKER_STARTING, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+        /* Another thread is starting it: it will look at everything pending once running. */
+        return expected != WORKER_FAILED;
+    }
+    /* The worker must never run the application's signal handlers: it starts with every signal
+     * blocked (the mask is inherited from the creating thread). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int rc = pthread_create(&worker_thread, &attr, worker_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        __atomic_store_n(&worker_state, WORKER_FAILED, __ATOMIC_SEQ_CST);
+        roundtrim_warn_once_errno("cannot start the worker thread; rounds are not recorded", rc);
+        return false;
+    }
+    pthread_setname_np(worker_thread, "roundtrim");
+    __atomic_store_n(&worker_state, WORKER_RUNNING, __ATOMIC_SEQ_CST);
+    sem_post(&wake);
+    return true;
+}
+
+void roundtrim_worker_start_from_app(void)
+{
+    if (on_worker)
+        return;
+    /* Clear first: pthread_create allocates and would come back here. */
+    if (!__atomic_exchange_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST))
+        return;
+    if (roundtrim_worker_ensure())
+        roundtrim_worker_wake();
+}
+
+void roundtrim_worker_fork_child(void)
+{
+    /* Threads do not survive fork: the child starts its own worker when it needs one. */
+    __atomic_store_n(&worker_state, WORKER_NONE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST);
+    on_worker = false;
+    sem_init(&wake, 0, 0);
+}

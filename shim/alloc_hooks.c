@@ -1,0 +1,161 @@
+/* The malloc family as the process sees it: forward to the next allocator, count on this
+ * thread's own counters, nothing else. Byte counts are usable sizes, so malloc_bytes - free_bytes
+ * is exactly the change in bytes held by live blocks. */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/export.h"
+#include "runtime/thread_counters.h"
+#include "runtime/worker.h"
+#include "shim/next_alloc.h"
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+static inline void count_new_block(void *p)
+{
+    if (likely(p != NULL))
+        roundtrim_count_alloc(roundtrim_usable_size(p));
+}
+
+ROUNDTRIM_EXPORT void *malloc(size_t n)
+{
+    void *p = roundtrim_next.malloc(n);
+    count_new_block(p);
+    roundtrim_worker_poll();
+    return p;
+}
+
+ROUNDTRIM_EXPORT void free(void *p)
+{
+    if (unlikely(p == NULL) || unlikely(roundtrim_bootstrap_owns(p)))
+        return;
+    roundtrim_count_free(roundtrim_usable_size(p));
+    roundtrim_next.free(p);
+}
+
+ROUNDTRIM_EXPORT void free_sized(void *p, size_t size)
+{
+    (void)size; /* the allocator knows the size; passing it on is only a hint */
+    free(p);
+}
+
+ROUNDTRIM_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+    (void)alignment;
+    (void)size;
+    free(p);
+}
+
+ROUNDTRIM_EXPORT void *calloc(size_t n, size_t size)
+{
+    void *p = roundtrim_next.calloc(n, size);
+    count_new_block(p);
+    return p;
+}
+
+static void *realloc_block(void *p, size_t n)
+{
+    if (p == NULL)
+        return malloc(n);
+    if (unlikely(roundtrim_bootstrap_owns(p))) {
+        /* A pool block cannot be handed to the allocator: copy it out, keep the pool as is. */
+        void *q = malloc(n);
+        size_t old = roundtrim_bootstrap_usable_size(p);
+        if (q)
+            memcpy(q, p, old < n ? old : n);
+        return q;
+    }
+    size_t old = roundtrim_usable_size(p);
+    void *q = roundtrim_next.realloc(p, n);
+    if (q) {
+        roundtrim_count_free(old);
+        roundtrim_count_alloc(roundtrim_usable_size(q));
+    } else if (n == 0) {
+        roundtrim_count_free(old); /* glibc's realloc(p, 0) frees p and returns NULL */
+    }
+    return q;
+}
+
+ROUNDTRIM_EXPORT void *realloc(void *p, size_t n)
+{
+    return realloc_block(p, n);
+}
+
+ROUNDTRIM_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return realloc_block(p, total);
+}
+
+ROUNDTRIM_EXPORT int posix_memalign(void **out, size_t alignment, size_t n)
+{
+    int rc = roundtrim_next.posix_memalign(out, alignment, n);
+    if (rc == 0)
+        count_new_block(*out);
+    return rc;
+}
+
+/* Built on posix_memalign when the next allocator lacks the function: whatever we hand out must
+ * come from the allocator that will later free it. */
+static void *aligned_block(void *(*fn)(size_t, size_t), size_t alignment, size_t n)
+{
+    void *p = NULL;
+    if (fn) {
+        p = fn(alignment, n);
+        count_new_block(p);
+        return p;
+    }
+    if (alignment < sizeof(void *))
+        alignment = sizeof(void *);
+    int rc = posix_memalign(&p, alignment, n);
+    if (rc != 0) {
+        errno = rc;
+        return NULL;
+    }
+    return p;
+}
+
+ROUNDTRIM_EXPORT void *aligned_alloc(size_t alignment, size_t n)
+{
+    return aligned_block(roundtrim_next.aligned_alloc, alignment, n);
+}
+
+ROUNDTRIM_EXPORT void *memalign(size_t alignment, size_t n)
+{
+    return aligned_block(roundtrim_next.memalign, alignment, n);
+}
+
+/* Not every allocator has valloc/pvalloc (Debian's jemalloc lacks pvalloc): forwarding them
+ * "next" could reach glibc while jemalloc later frees the block. Build them on posix_memalign. */
+ROUNDTRIM_EXPORT void *valloc(size_t n)
+{
+    return aligned_block(NULL, (size_t)sysconf(_SC_PAGESIZE), n);
+}
+
+ROUNDTRIM_EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t rounded;
+    if (__builtin_add_overflow(n, page - 1, &rounded)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    rounded &= ~(page - 1);
+    return aligned_block(NULL, page, rounded ? rounded : page);
+}
+
+ROUNDTRIM_EXPORT size_t malloc_usable_size(void *p)
+{
+    if (p == NULL)
+        return 0;
+    if (unlikely(roundtrim_bootstrap_owns(p)))
+        return roundtrim_bootstrap_usable_size(p);
+    return roundtrim_next.malloc_usable_size(p);
+}

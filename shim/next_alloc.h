@@ -1,0 +1,61 @@
+/* The allocator that comes after roundtrim in link order (glibc's malloc, or a preloaded
+ * jemalloc), found with dlsym(RTLD_NEXT), and the static pool that serves the allocations dlsym
+ * itself makes while we look for it. */
+#ifndef ROUNDTRIM_SHIM_NEXT_ALLOC_H
+#define ROUNDTRIM_SHIM_NEXT_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct roundtrim_next_alloc {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    size_t (*malloc_usable_size)(void *);
+};
+
+/* Until resolution finishes these point at the bootstrap pool's functions. */
+extern struct roundtrim_next_alloc roundtrim_next;
+
+/* How the fast path learns a block's usable size. glibc keeps it in the chunk header just
+ * before the block, and reading it there costs a few instructions instead of a call; the layout
+ * is checked against glibc's own malloc_usable_size once at start. */
+extern bool roundtrim_usable_from_glibc_header;
+
+/* Looks up the next allocator (idempotent; thread-safe). */
+void roundtrim_next_alloc_resolve(void);
+
+/* The static pool: blocks handed out while dlsym was looking up the allocator. */
+#define ROUNDTRIM_BOOTSTRAP_POOL_BYTES (256 * 1024)
+extern char roundtrim_bootstrap_pool[ROUNDTRIM_BOOTSTRAP_POOL_BYTES];
+
+static inline bool roundtrim_bootstrap_owns(const void *p)
+{
+    return (uintptr_t)p - (uintptr_t)roundtrim_bootstrap_pool < ROUNDTRIM_BOOTSTRAP_POOL_BYTES;
+}
+
+size_t roundtrim_bootstrap_usable_size(const void *p);
+
+static inline size_t roundtrim_glibc_header_usable_size(const void *p)
+{
+    size_t header = ((const size_t *)p)[-1];
+    size_t chunk = header & ~(size_t)7;
+    /* bit 1 (IS_MMAPPED): the chunk has a whole header of its own; otherwise the next chunk's
+     * prev_size word is part of this block. */
+    return chunk - ((header & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+}
+
+/* Usable size of a block the next allocator handed out (never called with NULL). */
+static inline size_t roundtrim_usable_size(void *p)
+{
+    if (__builtin_expect(roundtrim_usable_from_glibc_header, 1))
+        return roundtrim_glibc_header_usable_size(p);
+    return roundtrim_next.malloc_usable_size(p);
+}
+
+#endif

@@ -1,0 +1,177 @@
+/* A native stand-in for a federated-learning client: each round, several threads build a
+ * model's worth of medium-sized blocks, keep some of it into the next round and free the rest;
+ * then the round ends and the process waits for the next one.
+ *
+ * Without help, glibc keeps most of the freed memory: the surviving blocks pin the pages between
+ * them, and end-of-round RSS is several times the live data. Prints one JSON line per round with
+ * the RSS at the end of the round.
+ *
+ *   fl_workload [--rounds N] [--threads T] [--model-mib M] [--keep-every K] [--pause-ms P]
+ *               [--mode plain|trim|call|signal]
+ *
+ * Modes: plain does nothing at the end of a round; trim calls malloc_trim(0) itself; call marks
+ * the round with roundtrim_round_end() (when roundtrim is preloaded); signal sends itself the
+ * round signal (SIGUSR1) like an external launcher would. */
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct options {
+    int rounds, threads, model_mib, keep_every, pause_ms;
+    const char *mode;
+};
+
+struct worker {
+    pthread_t thread;
+    int index, round;
+    const struct options *opt;
+    void **kept; /* survivors of earlier rounds: freed two rounds later */
+    size_t kept_count, kept_cap;
+    void **previous;
+    size_t previous_count;
+};
+
+static uint64_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* One round of one thread: allocate its share of the model in 4-64 KiB blocks, touch them, keep
+ * one block in keep_every alive until the next round ends, free everything else. */
+static void *worker_round(void *arg)
+{
+    struct worker *w = arg;
+    const struct options *o = w->opt;
+    size_t share = (size_t)o->model_mib * 1024 * 1024 / (size_t)o->threads;
+    uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(w->index + 1) + (uint64_t)w->round;
+    size_t cap = share / 4096 + 16, count = 0, used = 0;
+    void **blocks = malloc(cap * sizeof *blocks);
+    void **survivors = malloc(cap * sizeof *survivors);
+    size_t survivor_count = 0;
+    while (used < share && count + survivor_count < cap) {
+        size_t size = 4096 + (size_t)(next_random(&seed) % (60 * 1024));
+        char *p = malloc(size);
+        memset(p, (int)(count & 0xff), size);
+        used += size;
+        if (next_random(&seed) % (uint64_t)o->keep_every == 0)
+            survivors[survivor_count++] = p; /* lives on into the next round */
+        else
+            blocks[count++] = p;
+    }
+    for (size_t i = 0; i < count; i++)
+        free(blocks[i]);
+    free(blocks);
+    /* The previous round's survivors go now: some data stays alive, and it moves. */
+    for (size_t i = 0; i < w->previous_count; i++)
+        free(w->previous[i]);
+    free(w->previous);
+    w->previous = survivors;
+    w->previous_count = survivor_count;
+    return NULL;
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Returns how long the program's own cleanup took (trim mode), in microseconds. */
+static uint64_t end_round(const struct options *o)
+{
+    uint64_t t0 = now_us();
+    if (strcmp(o->mode, "trim") == 0) {
+        malloc_trim(0);
+        return now_us() - t0;
+    } else if (strcmp(o->mode, "call") == 0) {
+        void (*round_end)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "roundtrim_round_end");
+        if (round_end)
+            round_end();
+    } else if (strcmp(o->mode, "signal") == 0) {
+        kill(getpid(), SIGUSR1);
+    }
+    return 0;
+}
+
+static void parse(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){.rounds = 10,
+                          .threads = 4,
+                          .model_mib = 64,
+                          .keep_every = 5,
+                          .pause_ms = 100,
+                          .mode = "plain"};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (strcmp(k, "--rounds") == 0)
+            o->rounds = atoi(v);
+        else if (strcmp(k, "--threads") == 0)
+            o->threads = atoi(v);
+        else if (strcmp(k, "--model-mib") == 0)
+            o->model_mib = atoi(v);
+        else if (strcmp(k, "--keep-every") == 0)
+            o->keep_every = atoi(v);
+        else if (strcmp(k, "--pause-ms") == 0)
+            o->pause_ms = atoi(v);
+        else if (strcmp(k, "--mode") == 0)
+            o->mode = v;
+        else {
+            fprintf(stderr, "fl_workload: unknown option %s\n", k);
+            exit(2);
+        }
+    }
+    if (o->threads < 1 || o->rounds < 1 || o->model_mib < 1 || o->keep_every < 1) {
+        fprintf(stderr, "fl_workload: counts must be positive\n");
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    parse(argc, argv, &o);
+    struct worker *w = calloc((size_t)o.threads, sizeof *w);
+    for (int t = 0; t < o.threads; t++) {
+        w[t].index = t;
+        w[t].opt = &o;
+    }
+    for (int r = 1; r <= o.rounds; r++) {
+        for (int t = 0; t < o.threads; t++) {
+            w[t].round = r;
+            pthread_create(&w[t].thread, NULL, worker_round, &w[t]);
+        }
+        for (int t = 0; t < o.threads; t++)
+            pthread_join(w[t].thread, NULL);
+        uint64_t cleanup_us = end_round(&o);
+        /* The wait for the server's next model; roundtrim's worker cleans up meanwhile. */
+        struct timespec pause = {o.pause_ms / 1000, (long)(o.pause_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu}\n", r,
+               (unsigned long long)rss_bytes(), (unsigned long long)cleanup_us);
+        fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,213 @@
+/* The option table and the environment parser: defaults, roles, aliases, bad values. */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env_fixture.h"
+#include "policy/options.h"
+
+static struct roundtrim_config cfg;
+
+static void load(const char *const *env)
+{
+    roundtrim_config_load(&cfg, fake_env, (void *)env);
+}
+
+START_TEST(table_rows_match_their_ids)
+{
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        ck_assert_int_eq(roundtrim_options[i].id, i);
+        ck_assert_ptr_nonnull(roundtrim_options[i].meaning);
+        ck_assert(strncmp(roundtrim_options[i].name, "ROUNDTRIM_", 10) == 0);
+    }
+}
+END_TEST
+
+START_TEST(defaults_are_the_client_role)
+{
+    load(NULL);
+    ck_assert(!cfg.disabled);
+    ck_assert_int_eq(cfg.role, RT_ROLE_CLIENT);
+    ck_assert_uint_eq(cfg.gc_rounds, 1);
+    ck_assert_uint_eq(cfg.arena_max, 2);
+    ck_assert_int_eq(cfg.round_signal, SIGUSR1);
+    ck_assert_ptr_null(cfg.log_path);
+    ck_assert_uint_eq(cfg.warning_count, 0);
+    ck_assert_str_eq(roundtrim_config_source_text(&cfg, RT_OPT_GC_ROUNDS), "role");
+    ck_assert_str_eq(roundtrim_config_source_text(&cfg, RT_OPT_LOG), "default");
+    ck_assert(!roundtrim_config_wants_sampling(&cfg));
+}
+END_TEST
+
+START_TEST(server_role_cleans_every_fifth_round_with_four_arenas)
+{
+    const char *env[] = {"ROUNDTRIM_ROLE", "server", NULL};
+    load(env);
+    ck_assert_uint_eq(cfg.gc_rounds, 5);
+    ck_assert_uint_eq(cfg.arena_max, 4);
+}
+END_TEST
+
+START_TEST(nvflare_interval_applies_to_clients_only)
+{
+    const char *client[] = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "3", NULL};
+    load(client);
+    ck_assert_uint_eq(cfg.gc_rounds, 3);
+    ck_assert_str_eq(roundtrim_config_source_text(&cfg, RT_OPT_GC_ROUNDS),
+                     "NVFLARE_CLIENT_MEMORY_GC_ROUNDS");
+    const char *server[] = {"ROUNDTRIM_ROLE", "server", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "3",
+                            NULL};
+    load(server);
+    ck_assert_uint_eq(cfg.gc_rounds, 5);
+}
+END_TEST
+
+START_TEST(own_variable_wins_over_alias)
+{
+    const char *env[] = {"ROUNDTRIM_GC_ROUNDS", "7", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", "3", NULL};
+    load(env);
+    ck_assert_uint_eq(cfg.gc_rounds, 7);
+    ck_assert_str_eq(roundtrim_config_source_text(&cfg, RT_OPT_GC_ROUNDS), "ROUNDTRIM_GC_ROUNDS");
+}
+END_TEST
+
+static const char *const bad_values[] = {"abc", "-3", "99999999999999999999", "", "1e3", "2 x"};
+
+START_TEST(bad_interval_warns_once_naming_variable_and_default)
+{
+    const char *env[] = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS", bad_values[_i], NULL};
+    load(env);
+    if (bad_values[_i][0] == '\0') { /* empty means unset */
+        ck_assert_uint_eq(cfg.warning_count, 0);
+        return;
+    }
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    ck_assert_uint_eq(cfg.gc_rounds, 1);
+    ck_assert_ptr_nonnull(strstr(cfg.warnings[0], "NVFLARE_CLIENT_MEMORY_GC_ROUNDS="));
+    ck_assert_ptr_nonnull(strstr(cfg.warnings[0], bad_values[_i]));
+    ck_assert_ptr_nonnull(strstr(cfg.warnings[0], "using 1 (client role default)"));
+}
+END_TEST
+
+START_TEST(explicit_glibc_settings_win)
+{
+    const char *legacy[] = {"MALLOC_ARENA_MAX", "8", "ROUNDTRIM_ARENA_MAX", "3", NULL};
+    load(legacy);
+    ck_assert_uint_eq(cfg.arena_max, 0);
+    ck_assert_str_eq(roundtrim_config_source_text(&cfg, RT_OPT_ARENA_MAX), "MALLOC_ARENA_MAX");
+    const char *tunables[] = {"GLIBC_TUNABLES",
+                              "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1", NULL};
+    load(tunables);
+    ck_assert_uint_eq(cfg.arena_max, 0);
+    char text[32];
+    roundtrim_config_value_text(&cfg, RT_OPT_ARENA_MAX, text, sizeof text);
+    ck_assert_str_eq(text, "glibc");
+    const char *mmap[] = {"MALLOC_MMAP_THRESHOLD_", "65536", "ROUNDTRIM_MMAP_THRESHOLD", "131072",
+                          NULL};
+    load(mmap);
+    ck_assert_uint_eq(cfg.mmap_threshold, 0);
+}
+END_TEST
+
+START_TEST(signals_by_name_number_and_none)
+{
+    const char *usr2[] = {"ROUNDTRIM_ROUND_SIGNAL", "usr2", NULL};
+    load(usr2);
+    ck_assert_int_eq(cfg.round_signal, SIGUSR2);
+    const char *num[] = {"ROUNDTRIM_ROUND_SIGNAL", "12", NULL};
+    load(num);
+    ck_assert_int_eq(cfg.round_signal, 12);
+    const char *none[] = {"ROUNDTRIM_ROUND_SIGNAL", "none", NULL};
+    load(none);
+    ck_assert_int_eq(cfg.round_signal, 0);
+    const char *kill[] = {"ROUNDTRIM_ROUND_SIGNAL", "SIGKILL", NULL};
+    load(kill);
+    ck_assert_int_eq(cfg.round_signal, SIGUSR1);
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    char text[32];
+    roundtrim_config_value_text(&cfg, RT_OPT_ROUND_SIGNAL, text, sizeof text);
+    ck_assert_str_eq(text, "SIGUSR1");
+}
+END_TEST
+
+START_TEST(cuda_empty_cache_alias_and_booleans)
+{
+    const char *env[] = {"NVFLARE_CUDA_EMPTY_CACHE", "True", NULL};
+    load(env);
+    ck_assert(cfg.cuda_empty_cache);
+    const char *bad[] = {"NVFLARE_CUDA_EMPTY_CACHE", "maybe", NULL};
+    load(bad);
+    ck_assert(!cfg.cuda_empty_cache);
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    ck_assert_ptr_nonnull(strstr(cfg.warnings[0], "expected true or false"));
+}
+END_TEST
+
+START_TEST(sampling_is_wanted_only_when_asked_for)
+{
+    const char *interval[] = {"ROUNDTRIM_INTERVAL_S", "60", NULL};
+    load(interval);
+    ck_assert(roundtrim_config_wants_sampling(&cfg));
+    const char *pressure[] = {"ROUNDTRIM_PRESSURE_CLEAN", "80", NULL};
+    load(pressure);
+    ck_assert(roundtrim_config_wants_sampling(&cfg));
+    ck_assert_uint_eq(cfg.pressure_clean, 80);
+}
+END_TEST
+
+START_TEST(many_bad_values_never_overflow_the_warning_list)
+{
+    const char *env[] = {"ROUNDTRIM_GC_ROUNDS",
+                         "x",
+                         "ROUNDTRIM_ROLE",
+                         "x",
+                         "ROUNDTRIM_DISABLE",
+                         "x",
+                         "ROUNDTRIM_ROUND_SIGNAL",
+                         "x",
+                         "ROUNDTRIM_ARENA_MAX",
+                         "x",
+                         "ROUNDTRIM_MMAP_THRESHOLD",
+                         "x",
+                         "ROUNDTRIM_CUDA_EMPTY_CACHE",
+                         "x",
+                         "ROUNDTRIM_PY_GC",
+                         "x",
+                         "ROUNDTRIM_INTERVAL_S",
+                         "x",
+                         "ROUNDTRIM_PRESSURE_WARN",
+                         "x",
+                         "ROUNDTRIM_SAMPLE_MS",
+                         "x",
+                         NULL};
+    load(env);
+    ck_assert_uint_eq(cfg.warning_count, ROUNDTRIM_MAX_WARNINGS);
+    ck_assert_int_eq(cfg.role, RT_ROLE_CLIENT);
+    ck_assert_uint_eq(cfg.sample_ms, 1000);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("options");
+    TCase *tc = tcase_create("options");
+    tcase_add_test(tc, table_rows_match_their_ids);
+    tcase_add_test(tc, defaults_are_the_client_role);
+    tcase_add_test(tc, server_role_cleans_every_fifth_round_with_four_arenas);
+    tcase_add_test(tc, nvflare_interval_applies_to_clients_only);
+    tcase_add_test(tc, own_variable_wins_over_alias);
+    tcase_add_loop_test(tc, bad_interval_warns_once_naming_variable_and_default, 0,
+                        sizeof bad_values / sizeof bad_values[0]);
+    tcase_add_test(tc, explicit_glibc_settings_win);
+    tcase_add_test(tc, signals_by_name_number_and_none);
+    tcase_add_test(tc, cuda_empty_cache_alias_and_booleans);
+    tcase_add_test(tc, sampling_is_wanted_only_when_asked_for);
+    tcase_add_test(tc, many_bad_values_never_overflow_the_warning_list);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,143 @@
+/* The round record's JSON and the Prometheus text: what users parse and graph. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/prom_format.h"
+#include "policy/round_record.h"
+
+static struct roundtrim_round_record sample(void)
+{
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    r.pid = 42;
+    r.round = 7;
+    r.ts = 1700000000.25;
+    r.source = "signal";
+    r.allocator = "glibc";
+    r.traffic = (struct roundtrim_traffic){10, 9, 1000, 900};
+    r.heap_live_known = true;
+    r.heap_live = 5000;
+    r.rss_before = 300;
+    r.rss_after = 200;
+    r.rss_peak = 400;
+    r.actions = RT_ACT_GC | RT_ACT_TRIM;
+    r.cleanup_us = 12;
+    r.trim_us = 5;
+    r.gc_ran = true;
+    r.gc_collected = 3;
+    r.gc_us = 6;
+    return r;
+}
+
+START_TEST(round_record_has_every_key_in_order)
+{
+    struct roundtrim_round_record r = sample();
+    char buf[2048];
+    size_t n = roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_uint_eq(n, strlen(buf));
+    ck_assert_str_eq(buf, "{\"event\":\"round\",\"pid\":42,\"round\":7,\"ts\":1700000000.250,"
+                          "\"source\":\"signal\",\"malloc_calls\":10,\"free_calls\":9,"
+                          "\"malloc_bytes\":1000,\"free_bytes\":900,\"heap_live\":5000,"
+                          "\"rss_before\":300,\"rss_after\":200,\"rss_peak\":400,"
+                          "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"trim_us\":5,"
+                          "\"gc_collected\":3,\"gc_us\":6,\"allocator\":\"glibc\"}\n");
+}
+END_TEST
+
+START_TEST(cuda_keys_only_when_the_driver_was_seen)
+{
+    struct roundtrim_round_record r = sample();
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_null(strstr(buf, "cuda_"));
+    r.cuda.present = true;
+    r.cuda.alloc_bytes = 1 << 20;
+    r.cuda.live_bytes = 4096;
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"cuda_alloc_bytes\":1048576"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"cuda_live_bytes\":4096"));
+    ck_assert_ptr_null(strstr(buf, "cuda_free_mem")); /* no context was current */
+}
+END_TEST
+
+START_TEST(unknown_heap_is_null_and_no_cleanup_is_empty)
+{
+    struct roundtrim_round_record r = sample();
+    r.heap_live_known = false;
+    r.actions = 0;
+    r.gc_ran = false;
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"heap_live\":null"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"cleanup\":[]"));
+    ck_assert_ptr_null(strstr(buf, "trim_us"));
+}
+END_TEST
+
+START_TEST(too_small_a_buffer_gives_nothing_rather_than_half_a_record)
+{
+    struct roundtrim_round_record r = sample();
+    char buf[2048];
+    size_t full = roundtrim_round_record_format(&r, buf, sizeof buf);
+    for (size_t cap = 0; cap < full + 1; cap += 7)
+        ck_assert_uint_eq(roundtrim_round_record_format(&r, buf, cap), 0);
+    ck_assert_uint_eq(roundtrim_round_record_format(&r, buf, full + 1), full);
+}
+END_TEST
+
+START_TEST(strings_are_escaped)
+{
+    char buf[256];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, sizeof buf);
+    roundtrim_json_str(&j, "exe", "/tmp/a \"b\"\\c\n");
+    roundtrim_json_end(&j);
+    ck_assert_str_eq(buf, "{\"exe\":\"/tmp/a \\\"b\\\"\\\\c\\u000a\"}\n");
+}
+END_TEST
+
+START_TEST(prometheus_text_has_help_type_and_labels)
+{
+    struct roundtrim_round_record r = sample();
+    struct roundtrim_traffic total = {100, 90, 10000, 9000};
+    struct roundtrim_prom_input in = {.pid = 42,
+                                      .role = "client",
+                                      .process = "py\"thon",
+                                      .last = &r,
+                                      .total = &total,
+                                      .rounds = 7,
+                                      .cleanups = 7,
+                                      .released_bytes_total = 1234};
+    char buf[8192];
+    size_t n = roundtrim_prom_format(&in, buf, sizeof buf);
+    ck_assert_uint_gt(n, 0);
+    ck_assert_ptr_nonnull(strstr(buf, "# TYPE roundtrim_rounds_total counter\n"
+                                      "roundtrim_rounds_total{pid=\"42\",role=\"client\","
+                                      "process=\"py\\\"thon\"} 7\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "# TYPE roundtrim_rss_bytes gauge\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_last_cleanup_seconds{pid=\"42\",role=\"client\","
+                                      "process=\"py\\\"thon\"} 0.000012\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_released_bytes_total{"));
+    ck_assert_ptr_null(strstr(buf, "cuda"));
+    ck_assert_uint_eq(roundtrim_prom_format(&in, buf, 100), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("records");
+    TCase *tc = tcase_create("records");
+    tcase_add_test(tc, round_record_has_every_key_in_order);
+    tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
+    tcase_add_test(tc, unknown_heap_is_null_and_no_cleanup_is_empty);
+    tcase_add_test(tc, too_small_a_buffer_gives_nothing_rather_than_half_a_record);
+    tcase_add_test(tc, strings_are_escaped);
+    tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
