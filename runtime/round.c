@@ -16,12 +16,11 @@
 #include "runtime/python_bridge.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
+#include "runtime/worker.h"
 
 /* Modules that may be absent from a build (TEMPORARY until merged). */
 #pragma weak roundtrim_python_gc
 #pragma weak roundtrim_python_torch_empty_cache
-#pragma weak roundtrim_cuda_pool_trim
-#pragma weak roundtrim_cuda_round_take
 
 static unsigned long pending[ROUNDTRIM_SRC_COUNT];
 
@@ -61,7 +60,7 @@ static void cleanup(struct roundtrim_round_record *r)
         if (roundtrim_python_torch_empty_cache &&
             roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
-        if (roundtrim_cuda_pool_trim && roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
+        if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
             r->actions |= RT_ACT_CUDA_POOL_TRIM;
     }
     r->cleanup_us = roundtrim_now_us() - t0;
@@ -89,8 +88,7 @@ static void measure(struct roundtrim_round_record *r)
         r->cgroup_usage = lim.cgroup_usage;
         r->cgroup_limit = lim.cgroup_limit;
     }
-    if (roundtrim_cuda_round_take)
-        roundtrim_cuda_round_take(&r->cuda);
+    roundtrim_cuda_round_take(&r->cuda);
 }
 
 static void finish(struct roundtrim_round_record *r)
@@ -197,8 +195,35 @@ void roundtrim_round_sample(void)
         pressure_cleanup(&lim);
 }
 
+static bool any_pending(void)
+{
+    for (int src = 0; src < ROUNDTRIM_SRC_COUNT; src++)
+        if (__atomic_load_n(&pending[src], __ATOMIC_SEQ_CST))
+            return true;
+    return false;
+}
+
+/* Boundaries seen just before exit still get their records: the worker finishes them, or, when
+ * it never started (a signal just before the end), the exiting thread does. */
+static void drain_before_exit(void)
+{
+    if (!any_pending())
+        return;
+    if (roundtrim_worker_running() && !roundtrim_worker_is_self()) {
+        roundtrim_worker_wake();
+        for (int i = 0; i < 400 && any_pending(); i++) {
+            struct timespec t = {0, 5 * 1000 * 1000};
+            nanosleep(&t, NULL);
+        }
+        return;
+    }
+    if (!roundtrim_worker_running())
+        roundtrim_round_run_pending();
+}
+
 void roundtrim_round_at_exit(void)
 {
+    drain_before_exit();
     if (!roundtrim_log_started())
         return;
     /* A round in progress on the worker finishes first, unless it takes too long. */

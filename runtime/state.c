@@ -18,7 +18,6 @@
 #include "runtime/worker.h"
 #include "shim/next_alloc.h"
 
-#pragma weak roundtrim_cuda_fork_child
 #pragma weak roundtrim_python_init
 
 static struct roundtrim_config config;
@@ -105,8 +104,7 @@ static void fork_child(void)
     roundtrim_round_fork_child();
     roundtrim_log_fork_child();
     roundtrim_metrics_file_fork_child();
-    if (roundtrim_cuda_fork_child)
-        roundtrim_cuda_fork_child();
+    roundtrim_cuda_fork_child();
 }
 
 static void print_warnings(void)

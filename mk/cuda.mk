@@ -1,0 +1,33 @@
+# CUDA hooks: the stand-in driver and the test programs that reach it (issue 3).
+# The library itself needs no CUDA toolkit; these are test artifacts only.
+
+FAKECUDA_DIR := $(BUILD)/fakecuda
+FAKECUDA     := $(FAKECUDA_DIR)/libcuda.so.1
+
+
+# -Bsymbolic: like the real driver, the stand-in's calls between its own entry points (and the
+# addresses its cuGetProcAddress hands out) stay inside it instead of reaching the preloaded hooks.
+$(FAKECUDA): tests/cuda/fake_libcuda.c shim/cuda_types.h
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror -I. \
+		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -pthread -o $@ $<
+
+# Linked with -lcuda like a program built against the driver; found at run time through
+# LD_LIBRARY_PATH (no rpath), exactly as the real driver would be.
+$(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_common.h shim/cuda_types.h $(FAKECUDA)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_CFLAGS) $< -o $@ -L$(FAKECUDA_DIR) -l:libcuda.so.1 -ldl -lm
+
+# The other cuda_* programs are built by the main Makefile's rule; they share a header.
+CUDA_PROGRAMS := cuda_dlopen cuda_getproc cuda_threads cuda_rtld_next cuda_none cuda_bench
+TEST_PROGRAMS += $(filter-out $(TEST_PROGRAMS),$(CUDA_PROGRAMS) cuda_linked)
+$(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h shim/cuda_types.h
+CHECK_DEPS += $(FAKECUDA) $(BUILD)/tests/cuda_linked
+
+.PHONY: cuda-check-toolkit
+# Compiles the wrappers against the toolkit's cuda.h: any signature that differs is an error.
+CUDA_INCLUDE ?= /usr/local/cuda/include
+cuda-check-toolkit:
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wmissing-prototypes -Iinclude -I. \
+		-DROUNDTRIM_CUDA_TOOLKIT_CHECK -D__CUDA_API_VERSION_INTERNAL -I$(CUDA_INCLUDE) \
+		shim/cuda_hooks.c

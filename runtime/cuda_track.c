@@ -1,0 +1,508 @@
+/* Device-memory accounting fed by shim/cuda_hooks.c, and the release of the driver's pools.
+ *
+ * Live blocks sit in an open-addressing hash table (linear probing, backward-shift deletion)
+ * that grows with mmap: the hooks run on application threads and must not add malloc traffic.
+ * One short mutex guards the table and the counters; it is never held across a driver call.
+ * The driver calls (mem info, synchronize, trim) happen on the worker thread only. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime/cuda_account.h"
+#include "runtime/cuda_pinned.h"
+#include "runtime/cuda_track.h"
+#include "shim/cuda_driver.h"
+#include "shim/cuda_types.h"
+
+#define MAP_MIN_SLOTS 1024u
+#define MAX_POOLS     256 /* created pools tracked; more are simply not trimmed */
+#define MAX_DEVICES   64  /* device ordinals we keep default pools of */
+
+struct slot {
+    uint64_t key;
+    uint64_t size;
+    int32_t device;
+    uint8_t flags;
+    uint8_t used;
+};
+
+/* Per class of memory: [0] device, [1] pinned host. */
+struct class_counters {
+    uint64_t alloc_calls, alloc_bytes, free_calls, free_bytes; /* this round */
+    uint64_t live_bytes, peak_bytes;                           /* peak: within this round */
+};
+
+struct created_pool {
+    uintptr_t handle; /* 0: free entry */
+    int device;
+    bool host;
+    bool dying;    /* being destroyed: no new trim may start on it */
+    unsigned busy; /* trims in flight */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct slot *slots;
+    size_t cap, count; /* cap: power of two, 0 before the first insert */
+    struct class_counters cls[2];
+    struct created_pool pools[MAX_POOLS];
+} st = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static atomic_bool seen;
+static _Atomic uint64_t devices_used; /* bit per device ordinal */
+static atomic_int captures;
+
+/* ---- the map (caller holds st.lock) ---- */
+
+/* Fibonacci hashing takes the top bits of the product: device addresses have many zero low bits
+ * (2 MiB aligned is common), which the low bits of the product would keep. */
+static size_t slot_of(uint64_t key, unsigned flags, size_t cap)
+{
+    uint64_t h =
+        (key ^ ((flags & ROUNDTRIM_CUDA_HANDLE) ? 0x5bd1e995u : 0)) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> (64 - __builtin_ctzll(cap)));
+}
+
+static bool same_key(const struct slot *s, uint64_t key, unsigned flags)
+{
+    return s->used && s->key == key && ((s->flags ^ flags) & ROUNDTRIM_CUDA_HANDLE) == 0;
+}
+
+static void place(struct slot *slots, size_t cap, const struct slot *e)
+{
+    size_t i = slot_of(e->key, e->flags, cap);
+    while (slots[i].used)
+        i = (i + 1) & (cap - 1);
+    slots[i] = *e;
+}
+
+static bool map_grow(void)
+{
+    size_t ncap = st.cap ? st.cap * 2 : MAP_MIN_SLOTS;
+    struct slot *ns =
+        mmap(NULL, ncap * sizeof *ns, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ns == MAP_FAILED)
+        return false;
+    for (size_t i = 0; i < st.cap; i++)
+        if (st.slots[i].used)
+            place(ns, ncap, &st.slots[i]);
+    if (st.slots)
+        munmap(st.slots, st.cap * sizeof *st.slots);
+    st.slots = ns;
+    st.cap = ncap;
+    return true;
+}
+
+static struct slot *map_find(uint64_t key, unsigned flags)
+{
+    if (!st.cap)
+        return NULL;
+    for (size_t i = slot_of(key, flags, st.cap);; i = (i + 1) & (st.cap - 1)) {
+        if (!st.slots[i].used)
+            return NULL;
+        if (same_key(&st.slots[i], key, flags))
+            return &st.slots[i];
+    }
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void map_remove(struct slot *s)
+{
+    size_t cap = st.cap, hole = (size_t)(s - st.slots);
+    st.slots[hole].used = 0;
+    for (size_t i = (hole + 1) & (cap - 1); st.slots[i].used; i = (i + 1) & (cap - 1)) {
+        size_t home = slot_of(st.slots[i].key, st.slots[i].flags, cap);
+        /* Move i into the hole when its home is not in the cyclic range (hole, i]. */
+        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (!stays) {
+            st.slots[hole] = st.slots[i];
+            st.slots[i].used = 0;
+            hole = i;
+        }
+    }
+    st.count--;
+}
+
+static struct class_counters *class_of(unsigned flags)
+{
+    return &st.cls[(flags & ROUNDTRIM_CUDA_HOST) ? 1 : 0];
+}
+
+static void live_add(struct class_counters *c, uint64_t size)
+{
+    c->live_bytes += size;
+    if (c->live_bytes > c->peak_bytes)
+        c->peak_bytes = c->live_bytes;
+}
+
+static void live_sub(struct class_counters *c, uint64_t size)
+{
+    c->live_bytes = c->live_bytes >= size ? c->live_bytes - size : 0;
+}
+
+/* ---- what the hooks report ---- */
+
+void roundtrim_cuda_mark_seen(void)
+{
+    if (!atomic_load_explicit(&seen, memory_order_relaxed))
+        atomic_store_explicit(&seen, true, memory_order_relaxed);
+}
+
+void roundtrim_cuda_device_note(int device)
+{
+    if (device < 0 || device >= MAX_DEVICES)
+        return;
+    uint64_t bit = 1ull << device;
+    if (!(atomic_load_explicit(&devices_used, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(&devices_used, bit, memory_order_relaxed);
+}
+
+void roundtrim_cuda_alloc_note(uint64_t key, uint64_t size, int device, unsigned flags)
+{
+    struct slot e = {
+        .key = key, .size = size, .device = device, .flags = (uint8_t)flags, .used = 1};
+    pthread_mutex_lock(&st.lock);
+    struct class_counters *c = class_of(flags);
+    c->alloc_calls++;
+    c->alloc_bytes += size;
+    struct slot *old = map_find(key, flags);
+    if (old) {
+        /* Its free went by a path we do not see: the old block is gone, keep the new one. */
+        live_sub(class_of(old->flags), old->size);
+        *old = e;
+        live_add(c, size);
+    } else if ((st.count + 1) * 8 <= st.cap * 5 || map_grow()) {
+        place(st.slots, st.cap, &e);
+        st.count++;
+        live_add(c, size);
+    } /* else: out of memory for the map; the block is counted but not tracked */
+    pthread_mutex_unlock(&st.lock);
+}
+
+bool roundtrim_cuda_free_begin(uint64_t key, unsigned flags, struct roundtrim_cuda_block *out)
+{
+    bool found = false;
+    pthread_mutex_lock(&st.lock);
+    struct slot *s = map_find(key, flags);
+    if (s) {
+        *out = (struct roundtrim_cuda_block){s->key, s->size, s->device, s->flags};
+        map_remove(s);
+        found = true;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return found;
+}
+
+void roundtrim_cuda_free_end(const struct roundtrim_cuda_block *b, bool released)
+{
+    pthread_mutex_lock(&st.lock);
+    struct class_counters *c = class_of(b->flags);
+    if (released) {
+        c->free_calls++;
+        c->free_bytes += b->size;
+        live_sub(c, b->size);
+    } else if (!map_find(b->key, b->flags) && ((st.count + 1) * 8 <= st.cap * 5 || map_grow())) {
+        struct slot e = {b->key, b->size, b->device, b->flags, 1};
+        place(st.slots, st.cap, &e);
+        st.count++;
+    }
+    pthread_mutex_unlock(&st.lock);
+}
+
+/* ---- pools ---- */
+
+void roundtrim_cuda_pool_note(uintptr_t pool, int device, bool host)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&st.lock);
+    for (int i = 0; i < MAX_POOLS; i++) {
+        if (!st.pools[i].handle) {
+            st.pools[i] = (struct created_pool){pool, device, host, false, 0};
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+}
+
+static struct created_pool *pool_find(uintptr_t pool)
+{
+    for (int i = 0; i < MAX_POOLS; i++)
+        if (st.pools[i].handle == pool && pool)
+            return &st.pools[i];
+    return NULL;
+}
+
+bool roundtrim_cuda_pool_lookup(uintptr_t pool, int *device, bool *host)
+{
+    pthread_mutex_lock(&st.lock);
+    struct created_pool *p = pool_find(pool);
+    if (p) {
+        *device = p->device;
+        *host = p->host;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return p != NULL;
+}
+
+bool roundtrim_cuda_pool_forget(uintptr_t pool, int *device, bool *host)
+{
+    pthread_mutex_lock(&st.lock);
+    struct created_pool *p = pool_find(pool);
+    if (!p) {
+        pthread_mutex_unlock(&st.lock);
+        return false;
+    }
+    *device = p->device;
+    *host = p->host;
+    p->dying = true;
+    /* A trim of this pool is a few driver calls long; wait for it without holding the lock. */
+    while (p->busy) {
+        pthread_mutex_unlock(&st.lock);
+        sched_yield();
+        pthread_mutex_lock(&st.lock);
+    }
+    *p = (struct created_pool){0};
+    pthread_mutex_unlock(&st.lock);
+    return true;
+}
+
+void roundtrim_cuda_capture_change(int delta)
+{
+    if (delta > 0) {
+        atomic_fetch_add(&captures, 1);
+        return;
+    }
+    int n = atomic_load(&captures);
+    while (n > 0 && !atomic_compare_exchange_weak(&captures, &n, n - 1))
+        ;
+}
+
+/* ---- the driver, on the worker thread ---- */
+
+struct driver {
+    CUresult (*ctx_get_current)(CUcontext *);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_synchronize)(void);
+    CUresult (*primary_get_state)(CUdevice, unsigned *, int *);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
+    CUresult (*primary_release)(CUdevice);
+    CUresult (*mem_get_info)(size_t *, size_t *);
+    CUresult (*default_pool)(CUmemoryPool *, CUdevice);
+    CUresult (*pool_trim)(CUmemoryPool, size_t);
+    CUresult (*pool_get_attr)(CUmemoryPool, CUmemPool_attribute, void *);
+};
+
+/* Looked up in the driver the process loaded; never loads or initialises it. */
+static bool driver_get(struct driver *d)
+{
+    d->ctx_get_current = roundtrim_cuda_driver_sym("cuCtxGetCurrent");
+    d->ctx_set_current = roundtrim_cuda_driver_sym("cuCtxSetCurrent");
+    d->ctx_synchronize = roundtrim_cuda_driver_sym("cuCtxSynchronize");
+    d->primary_get_state = roundtrim_cuda_driver_sym("cuDevicePrimaryCtxGetState");
+    d->primary_retain = roundtrim_cuda_driver_sym("cuDevicePrimaryCtxRetain");
+    d->primary_release = roundtrim_cuda_driver_sym("cuDevicePrimaryCtxRelease_v2");
+    if (!d->primary_release)
+        d->primary_release = roundtrim_cuda_driver_sym("cuDevicePrimaryCtxRelease");
+    d->mem_get_info = roundtrim_cuda_driver_sym("cuMemGetInfo_v2");
+    d->default_pool = roundtrim_cuda_driver_sym("cuDeviceGetDefaultMemPool");
+    d->pool_trim = roundtrim_cuda_driver_sym("cuMemPoolTrimTo");
+    d->pool_get_attr = roundtrim_cuda_driver_sym("cuMemPoolGetAttribute");
+    return d->ctx_get_current && d->ctx_set_current;
+}
+
+/* Makes the device's primary context current on this thread, only when the program already
+ * made it active: retaining an inactive primary context would create one. Returns false when
+ * there is none to use. */
+static bool primary_enter(const struct driver *d, int dev)
+{
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext ctx = NULL;
+    if (!d->primary_get_state || !d->primary_retain || !d->primary_release)
+        return false;
+    if (d->primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active)
+        return false;
+    if (d->primary_retain(&ctx, dev) != CUDA_SUCCESS)
+        return false;
+    if (!ctx || d->ctx_set_current(ctx) != CUDA_SUCCESS) {
+        d->primary_release(dev);
+        return false;
+    }
+    return true;
+}
+
+static void primary_leave(const struct driver *d, int dev, CUcontext saved)
+{
+    d->ctx_set_current(saved);
+    d->primary_release(dev);
+}
+
+static CUcontext current_context(const struct driver *d)
+{
+    CUcontext ctx = NULL;
+    if (d->ctx_get_current(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+/* Free and total memory of the devices the process used, summed, as the driver sees them. */
+static bool mem_info(uint64_t *free_mem, uint64_t *total_mem)
+{
+    struct driver d;
+    size_t f = 0, t = 0;
+    if (!driver_get(&d) || !d.mem_get_info)
+        return false;
+    CUcontext saved = current_context(&d);
+    if (saved) {
+        if (d.mem_get_info(&f, &t) != CUDA_SUCCESS)
+            return false;
+        *free_mem = f;
+        *total_mem = t;
+        return true;
+    }
+    bool any = false;
+    uint64_t mask = atomic_load(&devices_used);
+    *free_mem = *total_mem = 0;
+    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+        if (!(mask & (1ull << dev)) || !primary_enter(&d, dev))
+            continue;
+        if (d.mem_get_info(&f, &t) == CUDA_SUCCESS) {
+            *free_mem += f;
+            *total_mem += t;
+            any = true;
+        }
+        primary_leave(&d, dev, saved);
+    }
+    return any;
+}
+
+bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!atomic_load(&seen))
+        return false;
+    pthread_mutex_lock(&st.lock);
+    struct class_counters *c = &st.cls[0];
+    out->alloc_calls = c->alloc_calls;
+    out->alloc_bytes = c->alloc_bytes;
+    out->free_calls = c->free_calls;
+    out->free_bytes = c->free_bytes;
+    out->live_bytes = c->live_bytes;
+    out->peak_bytes = c->peak_bytes;
+    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
+    c->peak_bytes = c->live_bytes;
+    pthread_mutex_unlock(&st.lock);
+    out->present = true;
+    out->have_mem_info = mem_info(&out->free_mem, &out->total_mem);
+    return true;
+}
+
+bool roundtrim_cuda_pinned_take(struct roundtrim_cuda_pinned *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!atomic_load(&seen))
+        return false;
+    pthread_mutex_lock(&st.lock);
+    struct class_counters *c = &st.cls[1];
+    *out = (struct roundtrim_cuda_pinned){c->alloc_calls, c->alloc_bytes, c->free_calls,
+                                          c->free_bytes, c->live_bytes};
+    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
+    c->peak_bytes = c->live_bytes;
+    pthread_mutex_unlock(&st.lock);
+    return true;
+}
+
+/* Trims one pool to zero; adds what its reserve shrank by. */
+static bool trim_one(const struct driver *d, CUmemoryPool pool, uint64_t *released)
+{
+    cuuint64_t before = 0, after = 0;
+    bool have_before =
+        d->pool_get_attr &&
+        d->pool_get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &before) == CUDA_SUCCESS;
+    if (d->pool_trim(pool, 0) != CUDA_SUCCESS)
+        return false;
+    if (have_before &&
+        d->pool_get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &after) == CUDA_SUCCESS &&
+        before > after)
+        *released += before - after;
+    return true;
+}
+
+/* The next created pool after index *at that no destroy is waiting on, marked busy. */
+static bool created_pool_next(int *at, CUmemoryPool *pool)
+{
+    bool found = false;
+    pthread_mutex_lock(&st.lock);
+    for (int i = *at; i < MAX_POOLS; i++) {
+        if (st.pools[i].handle && !st.pools[i].dying) {
+            st.pools[i].busy++;
+            *pool = (CUmemoryPool)st.pools[i].handle;
+            *at = i;
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+    return found;
+}
+
+static void created_pool_done(int at)
+{
+    pthread_mutex_lock(&st.lock);
+    st.pools[at].busy--;
+    pthread_mutex_unlock(&st.lock);
+}
+
+bool roundtrim_cuda_pool_trim(uint64_t *released_bytes)
+{
+    struct driver d;
+    *released_bytes = 0;
+    /* A synchronize during a capture would invalidate the program's graph. */
+    if (!atomic_load(&seen) || atomic_load(&captures) > 0)
+        return false;
+    if (!driver_get(&d) || !d.pool_trim)
+        return false;
+    CUcontext saved = current_context(&d);
+    uint64_t mask = atomic_load(&devices_used);
+    bool any = false;
+    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+        if (!(mask & (1ull << dev)))
+            continue;
+        /* Synchronize first: frees still queued on a stream count as used and stay. */
+        bool entered = primary_enter(&d, dev);
+        if (entered && d.ctx_synchronize)
+            d.ctx_synchronize();
+        CUmemoryPool pool = NULL;
+        if (d.default_pool && d.default_pool(&pool, dev) == CUDA_SUCCESS && pool)
+            any |= trim_one(&d, pool, released_bytes);
+        if (entered)
+            primary_leave(&d, dev, saved);
+    }
+    CUmemoryPool pool;
+    for (int at = 0; created_pool_next(&at, &pool); at++) {
+        any |= trim_one(&d, pool, released_bytes);
+        created_pool_done(at);
+    }
+    return any;
+}
+
+void roundtrim_cuda_fork_child(void)
+{
+    /* Another thread of the parent may have held the lock at fork: start from a fresh one. */
+    pthread_mutex_init(&st.lock, NULL);
+    if (st.slots)
+        munmap(st.slots, st.cap * sizeof *st.slots);
+    st.slots = NULL;
+    st.cap = st.count = 0;
+    memset(st.cls, 0, sizeof st.cls);
+    memset(st.pools, 0, sizeof st.pools);
+    atomic_store(&seen, false);
+    atomic_store(&devices_used, 0);
+    atomic_store(&captures, 0);
+}

@@ -1,0 +1,274 @@
+"""Device-memory accounting and pool release, against the project's stand-in driver.
+
+The stand-in (build/fakecuda/libcuda.so.1, from tests/cuda/fake_libcuda.c) is found through
+LD_LIBRARY_PATH like the real driver. The test programs reach it the three ways real programs do
+(linked with -lcuda, dlopen + dlsym, dlopen + cuGetProcAddress_v2 as libcudart does) and print the
+figures they expect; the tests compare them with the round log, number for number.
+"""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD, LIB, prog
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKECUDA = BUILD / "fakecuda"
+CUDA_H = Path("/usr/local/cuda/include/cuda.h")
+MiB = 1 << 20
+
+pytestmark = pytest.mark.skipif(
+    not LIB.exists() or not (FAKECUDA / "libcuda.so.1").exists(),
+    reason="run 'make' and build the stand-in driver first (make check does both)",
+)
+
+COUNTER_KEYS = {
+    "alloc_calls": "cuda_alloc_calls",
+    "alloc_bytes": "cuda_alloc_bytes",
+    "free_calls": "cuda_free_calls",
+    "free_bytes": "cuda_free_bytes",
+    "live": "cuda_live_bytes",
+    "peak": "cuda_peak_bytes",
+}
+
+
+def cuda_env(**extra):
+    env = {
+        "LD_LIBRARY_PATH": str(FAKECUDA),
+        "FAKECUDA_FAIL_ALLOC_OVER": str(64 * MiB),
+        "FAKECUDA_REPORT": "1",
+        "ROUNDTRIM_GC_ROUNDS": "1",
+    }
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def facts(stdout):
+    """name=value pairs of the lines that are not per-round expectations."""
+    out = {}
+    for line in stdout.splitlines():
+        if line.startswith(("expect ", "meminfo ", "reserved ")):
+            continue
+        for name, value in re.findall(r"(\w+)=(\S+)", line):
+            out[name] = value
+    return out
+
+
+def per_round(stdout, kind):
+    """{round: {name: int}} of the 'expect', 'meminfo' or 'reserved' lines."""
+    out = {}
+    for line in stdout.splitlines():
+        if line.startswith(kind + " "):
+            values = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+            out.setdefault(values.pop("round"), {}).update(values)
+    return out
+
+
+def fake_report(stderr):
+    m = re.search(r"fakecuda: (.*)", stderr)
+    assert m, f"no fakecuda report in stderr: {stderr!r}"
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))}
+
+
+def run_ok(run_shim, name, *args, **env):
+    res = run_shim([prog(name), *args], env=cuda_env(**env), timeout=60)
+    assert res.returncode == 0, f"{name} failed: {res.stderr}"
+    return res
+
+
+def assert_counters(rounds, expect):
+    assert len(rounds) >= len(expect), f"{len(rounds)} round records for {len(expect)} rounds"
+    for n, want in sorted(expect.items()):
+        rec = rounds[n - 1]
+        for short, key in COUNTER_KEYS.items():
+            if short in want:
+                assert rec[key] == want[short], f"round {n}: {key}={rec[key]}, expected {want[short]}"
+
+
+# ---- exact per-round counts, the three ways to reach the driver ------------------------------
+
+
+@pytest.mark.parametrize("name", ["cuda_linked", "cuda_dlopen", "cuda_getproc"])
+def test_per_round_device_bytes_are_exact(run_shim, name):
+    res = run_ok(run_shim, name, ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    rounds = res.rounds
+    expect = per_round(res.stdout, "expect")
+    assert sorted(expect) == [1, 2, 3, 4]
+    assert_counters(rounds, expect)
+    # Round 1 holds linear, pitched, managed and VMM memory: 1+3 MiB, 64 KiB, 256 KiB, 4 MiB.
+    assert rounds[0]["cuda_alloc_bytes"] == 8 * MiB + 320 * 1024
+    # The driver's own view, taken when the round ended (free = total - used, from the program).
+    for n, mem in per_round(res.stdout, "meminfo").items():
+        assert rounds[n - 1]["cuda_free_mem"] == mem["free"]
+        assert rounds[n - 1]["cuda_total_mem"] == mem["total"]
+
+
+@pytest.mark.parametrize("name", ["cuda_linked", "cuda_dlopen", "cuda_getproc"])
+def test_failing_call_and_unknown_free_pass_through(run_shim, name):
+    res = run_ok(run_shim, name)
+    f = facts(res.stdout)
+    assert f["fail_rc"] == "2"  # CUDA_ERROR_OUT_OF_MEMORY from the driver, unchanged
+    assert f["fail_ptr_untouched"] == "1"
+    assert f["unknown_free_rc"] == "1"  # CUDA_ERROR_INVALID_VALUE from the driver, unchanged
+    # The failed allocation and the unknown free are not counted (round 2 only frees known blocks).
+    assert res.rounds[1]["cuda_alloc_calls"] == 0
+    assert res.rounds[1]["cuda_free_calls"] == 3
+
+
+def test_threads_count_exactly(run_shim):
+    res = run_ok(run_shim, "cuda_threads")
+    expect = per_round(res.stdout, "expect")
+    assert_counters(res.rounds, expect)
+    for n, want in expect.items():
+        peak = res.rounds[n - 1]["cuda_peak_bytes"]
+        assert want["peak_min"] <= peak <= want["peak_max"]
+
+
+# ---- pool release ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variable", ["ROUNDTRIM_CUDA_EMPTY_CACHE", "NVFLARE_CUDA_EMPTY_CACHE"])
+def test_cleanup_trims_pools_when_asked(run_shim, variable):
+    res = run_ok(run_shim, "cuda_getproc", **{variable: "true"})
+    reserved = per_round(res.stdout, "reserved")
+    rounds = res.rounds
+    for rec in rounds:
+        assert "cuda_pool_trim" in rec["cleanup"]
+    # Round 3 left 6 MiB in the default pool (5 MiB in 2 MiB granules) and 4 MiB in a created one.
+    assert reserved[3]["bytes"] == 10 * MiB
+    assert rounds[2]["cuda_pool_trim_bytes"] == reserved[3]["bytes"]
+    assert reserved[4]["bytes"] == 0
+    assert rounds[0]["cuda_pool_trim_bytes"] == 0
+    report = fake_report(res.stderr)
+    assert report["init"] == 1 and report["ctx_create"] == 0  # only the program's own
+
+
+@pytest.mark.parametrize("value", [None, "false"])
+def test_no_trim_unless_asked(run_shim, value):
+    env = {} if value is None else {"ROUNDTRIM_CUDA_EMPTY_CACHE": value}
+    res = run_ok(run_shim, "cuda_getproc", **env)
+    reserved = per_round(res.stdout, "reserved")
+    for rec in res.rounds:
+        assert "cuda_pool_trim" not in rec.get("cleanup", [])
+        assert "cuda_pool_trim_bytes" not in rec
+    assert reserved[4]["bytes"] == reserved[3]["bytes"] == 10 * MiB
+    assert fake_report(res.stderr)["trim"] == 0
+
+
+def test_no_trim_during_stream_capture(run_shim):
+    res = run_ok(run_shim, "cuda_getproc", "capture", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    reserved = per_round(res.stdout, "reserved")
+    rounds = res.rounds
+    assert "cuda_pool_trim" not in rounds[0]["cleanup"]  # capture active: no sync, no trim
+    assert reserved[2]["bytes"] == reserved[1]["bytes"] == 6 * MiB
+    assert "cuda_pool_trim" in rounds[1]["cleanup"]
+    assert rounds[1]["cuda_pool_trim_bytes"] == 6 * MiB
+    assert reserved[3]["bytes"] == 0
+
+
+# ---- what cuGetProcAddress and dlsym hand out --------------------------------------------------
+
+
+def test_get_proc_address_variants_and_pass_through(run_shim):
+    plain = run_shim([prog("cuda_getproc"), "lookup"], env=cuda_env(), preload=False)
+    shimmed = run_ok(run_shim, "cuda_getproc", "lookup")
+    for res, lib in ((plain, "libcuda.so.1"), (shimmed, "libroundtrim.so")):
+        f = facts(res.stdout)
+        # The exact variant for the caller's version and flags, from the wrapper when preloaded.
+        assert (f["memalloc_name"], f["memalloc_lib"]) == ("cuMemAlloc_v2", lib)
+        assert (f["async_ptds_name"], f["async_ptds_lib"]) == ("cuMemAllocAsync_ptsz", lib)
+        assert (f["async_legacy_name"], f["async_legacy_lib"]) == ("cuMemAllocAsync", lib)
+        assert (f["gpa_name"], f["gpa_lib"]) == ("cuGetProcAddress_v2", lib)
+        # The legacy 32-bit variant and unknown entry points stay the driver's own.
+        assert f["legacy_same_as_dlsym"] == "1" and f["legacy_rc"] == "801"
+        assert f["unknown_same_as_dlsym"] == "1" and f["unknown_rc"] == "4249"
+        # Failed lookups keep the driver's code, status and NULL.
+        assert (f["missing_rc"], f["missing_status"], f["missing_null"]) == ("500", "1", "1")
+        assert (f["oldver_rc"], f["oldver_status"], f["oldver_null"]) == ("500", "2", "1")
+
+
+def test_dlsym_on_driver_handle_gives_wrappers(run_shim):
+    res = run_ok(run_shim, "cuda_dlopen")
+    f = facts(res.stdout)
+    assert f["memalloc_lib"] == "libroundtrim.so"
+    assert f["unknown_rc"] == "4249" and f["unknown_lib_is_driver"] == "1"
+
+
+def test_rtld_next_stays_relative_to_the_caller(run_shim):
+    plain = run_shim([prog("cuda_rtld_next")], env=cuda_env(), preload=False)
+    assert plain.returncode == 0, plain.stderr
+    assert facts(plain.stdout)["next_lib"] == "libcuda.so.1"
+    res = run_ok(run_shim, "cuda_rtld_next")
+    f = facts(res.stdout)
+    # The program's own cuMemAlloc_v2 finds the next definition after the program: ours.
+    assert f["next_lib"] == "libroundtrim.so"
+    assert f["getpid_lib"] == "libc.so.6" and f["getpid_ok"] == "1"
+    assert f["own_calls"] == "4"
+    assert_counters(res.rounds, per_round(res.stdout, "expect"))
+
+
+# ---- processes that do not use the driver ------------------------------------------------------
+
+
+def test_process_without_driver_logs_no_cuda_keys(run_shim):
+    res = run_ok(run_shim, "cuda_none", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    assert facts(res.stdout)["nodriver_rc"] == "3"  # our export, with no driver behind it
+    assert len(res.rounds) == 2
+    for rec in res.rounds:
+        assert not [k for k in rec if k.startswith("cuda_")]
+        assert "cuda_pool_trim" not in rec.get("cleanup", [])
+
+
+def test_lookups_alone_never_initialise_the_driver(run_shim):
+    res = run_ok(run_shim, "cuda_getproc", "lookup", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    report = fake_report(res.stderr)
+    assert report["init"] == 0 and report["primary_retain"] == 0 and report["ctx_create"] == 0
+    for rec in res.rounds:
+        assert not [k for k in rec if k.startswith("cuda_")]
+
+
+# ---- the wrapper table against the toolkit ------------------------------------------------------
+
+REQUIRED = """cuMemAlloc_v2 cuMemAllocPitch_v2 cuMemAllocManaged cuMemFree_v2 cuMemAllocAsync
+cuMemAllocAsync_ptsz cuMemAllocFromPoolAsync cuMemAllocFromPoolAsync_ptsz cuMemFreeAsync
+cuMemFreeAsync_ptsz cuMemCreate cuMemRelease cuMemHostAlloc cuMemAllocHost_v2 cuMemFreeHost
+cuMemPoolCreate cuMemPoolDestroy cuGetProcAddress cuGetProcAddress_v2""".split()
+
+
+def exported_driver_names():
+    out = subprocess.run(["nm", "-D", "--defined-only", str(LIB)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return sorted({l.split()[-1] for l in out.stdout.splitlines() if re.search(r" T cu[A-Z]", l)})
+
+
+def test_library_exports_every_required_entry_point():
+    assert set(REQUIRED) <= set(exported_driver_names())
+
+
+@pytest.mark.skipif(not CUDA_H.exists(), reason="no CUDA toolkit headers at /usr/local/cuda")
+def test_wrappers_match_cuda_h():
+    header = CUDA_H.read_text()
+    for name in exported_driver_names():
+        base = name[: -len("_ptsz")] if name.endswith("_ptsz") else name
+        # Declared, or named by a versioning macro (#define cuMemAlloc cuMemAlloc_v2).
+        declared = re.search(r"\b%s\b" % re.escape(name), header) or re.search(
+            r"__CUDA_API_PTSZ\(%s\)" % re.escape(base), header)
+        assert declared, f"{name} is not in cuda.h"
+    stub = CUDA_H.parent.parent / "lib64" / "stubs" / "libcuda.so"
+    if stub.exists():  # the toolkit's stub driver exports exactly the driver's names
+        out = subprocess.run(["nm", "-D", "--defined-only", str(stub)], capture_output=True,
+                             text=True).stdout
+        driver_names = {l.split()[-1] for l in out.splitlines()}
+        assert set(exported_driver_names()) <= driver_names
+    # Compiled against cuda.h (which then declares every exported variant): a wrapper whose
+    # signature differs from the driver's is a compile error, one not in cuda.h a warning.
+    cc = shutil.which("cc") or shutil.which("gcc")
+    res = subprocess.run(
+        [cc, "-std=gnu11", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-Wmissing-prototypes",
+         "-Iinclude", "-I.", "-DROUNDTRIM_CUDA_TOOLKIT_CHECK", "-D__CUDA_API_VERSION_INTERNAL",
+         f"-I{CUDA_H.parent}", "shim/cuda_hooks.c"],
+        cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
