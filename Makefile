@@ -34,9 +34,11 @@ EXTRA_TARGETS :=
 INSTALL_HOOKS :=
 
 .PHONY: all lib check unit integration demo bench install deps format clean
-all: lib $(EXTRA_TARGETS)
+all: lib
 
 include $(sort $(wildcard mk/*.mk))
+
+all: $(EXTRA_TARGETS)
 
 lib: $(BUILD)/libroundtrim.so
 
@@ -73,7 +75,7 @@ integration: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
 
 check: unit integration
 
-demo: deps lib $(BUILD)/tests/fl_workload
+demo: deps lib $(BUILD)/tests/fl_workload $(EXTRA_TARGETS)
 	@scripts/demo
 
 bench: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)

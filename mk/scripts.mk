@@ -1,0 +1,27 @@
+# The roundtrim command's helpers: the option-table printer behind `roundtrim env` and the
+# README's variable table, and the installation of the command, its helpers and the examples:
+#   $(PREFIX)/bin/roundtrim
+#   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report
+#   $(PREFIX)/share/roundtrim/examples/
+
+ROUNDTRIM_OPTIONS_SRCS := scripts/roundtrim-options.c $(POLICY_SRCS)
+
+$(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS) $(wildcard policy/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(ROUNDTRIM_OPTIONS_SRCS) -o $@
+
+EXTRA_TARGETS += $(BUILD)/roundtrim-options
+CHECK_DEPS += $(BUILD)/roundtrim-options
+
+.PHONY: install-scripts
+install-scripts: $(BUILD)/roundtrim-options
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim \
+	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples
+	install -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
+	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
+	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
+	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
+	    scripts/examples/pod.yaml $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
+	install -m 0755 scripts/examples/entrypoint.sh $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
+
+INSTALL_HOOKS += install-scripts
