@@ -199,6 +199,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     if (r->gc_ran) {
         roundtrim_json_u64(&j, "gc_collected", r->gc_collected);
         roundtrim_json_u64(&j, "gc_us", r->gc_us);
+    } else if (r->gc_skipped) {
+        roundtrim_json_str(&j, "gc_skipped", r->gc_skipped);
     }
     if (r->actions & RT_ACT_TORCH_EMPTY_CACHE)
         roundtrim_json_u64(&j, "torch_empty_cache_us", r->torch_empty_cache_us);

@@ -48,6 +48,7 @@ struct roundtrim_round_record {
     uint64_t cleanup_us, trim_us;
     bool gc_ran;
     uint64_t gc_collected, gc_us;
+    const char *gc_skipped; /* why a due gc did not run (GIL not free in time, ...), or NULL */
     uint64_t torch_empty_cache_us;
     uint64_t cuda_pool_trim_bytes;
     struct roundtrim_cuda_round cuda;

@@ -14,13 +14,10 @@
 #include "runtime/metrics_file.h"
 #include "runtime/proc_mem.h"
 #include "runtime/python_bridge.h"
+#include "runtime/python_gil.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
-
-/* Modules that may be absent from a build (TEMPORARY until merged). */
-#pragma weak roundtrim_python_gc
-#pragma weak roundtrim_python_torch_empty_cache
 
 static unsigned long pending[ROUNDTRIM_SRC_COUNT];
 
@@ -51,14 +48,17 @@ static void cleanup(struct roundtrim_round_record *r)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t t0 = roundtrim_now_us();
-    if (cfg->py_gc && roundtrim_python_gc && roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
-        r->gc_ran = true;
-        r->actions |= RT_ACT_GC;
+    if (cfg->py_gc && roundtrim_python_present()) {
+        if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
+            r->gc_ran = true;
+            r->actions |= RT_ACT_GC;
+        } else {
+            r->gc_skipped = roundtrim_python_skip_reason();
+        }
     }
     r->actions |= roundtrim_allocator_release(&r->trim_us);
     if (cfg->cuda_empty_cache) {
-        if (roundtrim_python_torch_empty_cache &&
-            roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
+        if (roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
         if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
             r->actions |= RT_ACT_CUDA_POOL_TRIM;

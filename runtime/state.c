@@ -18,8 +18,6 @@
 #include "runtime/worker.h"
 #include "shim/next_alloc.h"
 
-#pragma weak roundtrim_python_init
-
 static struct roundtrim_config config;
 static double start_ts;
 static bool active;
@@ -139,8 +137,7 @@ __attribute__((constructor)) static void roundtrim_start(void)
     active = true;
     if (config.round_signal)
         roundtrim_signal_source_install(config.round_signal);
-    if (roundtrim_python_init)
-        roundtrim_python_init(config.py_hook);
+    roundtrim_python_init(config.py_hook);
     if (roundtrim_config_wants_sampling(&config))
         roundtrim_worker_ensure();
 }

@@ -106,8 +106,8 @@ static void print_markdown(FILE *out)
     fputs("|---|---|---|---|\n", out);
     for (int i = 0; i < RT_OPT_COUNT; i++) {
         const struct roundtrim_option *o = &roundtrim_options[i];
-        fprintf(out, "| `%s` | %s%s%s | ", o->name, o->alias ? "`" : "",
-                o->alias ? o->alias : "", o->alias ? "`" : "");
+        fprintf(out, "| `%s` | %s%s%s | ", o->name, o->alias ? "`" : "", o->alias ? o->alias : "",
+                o->alias ? "`" : "");
         put_flat(out, o->default_text, true);
         fputs(" | ", out);
         put_flat(out, o->meaning, true);

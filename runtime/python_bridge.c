@@ -1,0 +1,152 @@
+/* The embedded CPython interpreter: found at run time, driven from roundtrim's worker through a
+ * helper thread that takes the GIL (runtime/python_gil.h), hooked through an audit hook
+ * (runtime/python_hook.h). */
+#include "runtime/python_bridge.h"
+
+#include <pthread.h>
+
+#include "runtime/clock.h"
+#include "runtime/python_api.h"
+#include "runtime/python_gil.h"
+#include "runtime/python_hook.h"
+
+#define P roundtrim_py
+
+/* How long the worker waits for the GIL (the main thread may sit in C code that keeps it), and
+ * then for the job. Past either bound the step is skipped for this round. */
+#define GIL_WAIT_MS 2000
+#define GC_WAIT_MS  60000
+
+struct gc_job {
+    uint64_t collected, us;
+};
+
+/* gc.collect() when gc was disabled: before 3.10 there is no C switch, only the gc module,
+ * which the program imported itself to disable gc. Borrowed module, no import. */
+static py_ssize collect_disabled_pre310(void)
+{
+    py_object *modules = P.Sys_GetObject("modules");
+    py_object *gc = modules ? P.Dict_GetItemString(modules, "gc") : NULL;
+    py_object *fn = gc && P.Long_AsLong ? P.Object_GetAttrString(gc, "collect") : NULL;
+    py_object *n = fn ? P.Object_CallObject(fn, NULL) : NULL;
+    py_ssize count = n ? (py_ssize)P.Long_AsLong(n) : -1;
+    if (n)
+        P.DecRef(n);
+    if (fn)
+        P.DecRef(fn);
+    return count;
+}
+
+static const char *gc_job_run(void *arg)
+{
+    struct gc_job *job = arg;
+    /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
+     * programs that turn automatic gc off are the ones with most cyclic garbage. The switch is
+     * flipped and restored under the GIL, so no Python thread sees it outside the collection. */
+    bool off = P.GC_IsEnabled && !P.GC_IsEnabled();
+    if (off)
+        P.GC_Enable();
+    uint64_t t0 = roundtrim_now_us();
+    py_ssize n = P.GC_Collect();
+    if (!P.GC_IsEnabled && n == 0) {
+        py_ssize more = collect_disabled_pre310(); /* -1: no gc module, gc was on after all */
+        n = more > 0 ? more : n;
+    }
+    job->us = roundtrim_now_us() - t0;
+    if (off)
+        P.GC_Disable();
+    if (P.Err_Occurred())
+        P.Err_Clear();
+    if (n < 0)
+        return "failed";
+    job->collected = (uint64_t)n;
+    return NULL;
+}
+
+struct torch_job {
+    uint64_t us;
+};
+
+/* Calls torch.cuda.<name>() when the program has imported torch.cuda; new reference or NULL. */
+static py_object *call_torch_cuda(py_object *cuda, const char *name)
+{
+    py_object *fn = P.Object_GetAttrString(cuda, name);
+    py_object *r = fn ? P.Object_CallObject(fn, NULL) : NULL;
+    if (fn)
+        P.DecRef(fn);
+    return r;
+}
+
+static const char *torch_job_run(void *arg)
+{
+    struct torch_job *job = arg;
+    py_object *modules = P.Sys_GetObject("modules");
+    /* Read only: the program's own modules, never an import. */
+    py_object *torch = modules ? P.Dict_GetItemString(modules, "torch") : NULL;
+    py_object *cuda = torch ? P.Dict_GetItemString(modules, "torch.cuda") : NULL;
+    if (!cuda)
+        return "no_torch";
+    /* is_initialized() never initializes CUDA, and is false in a child forked after CUDA
+     * started (where empty_cache must not run). */
+    py_object *init = call_torch_cuda(cuda, "is_initialized");
+    int on = init ? P.Object_IsTrue(init) : -1;
+    if (init)
+        P.DecRef(init);
+    if (on != 1) {
+        P.Err_Clear();
+        return on == 0 ? "cuda_not_initialized" : "failed";
+    }
+    uint64_t t0 = roundtrim_now_us();
+    py_object *r = call_torch_cuda(cuda, "empty_cache");
+    job->us = roundtrim_now_us() - t0;
+    if (!r) {
+        P.Err_Clear();
+        return "failed";
+    }
+    P.DecRef(r);
+    return NULL;
+}
+
+bool roundtrim_python_present(void)
+{
+    return roundtrim_py_resolve() && P.IsInitialized();
+}
+
+bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
+{
+    struct gc_job job = {0, 0};
+    if (!roundtrim_python_present())
+        return false;
+    if (!roundtrim_py_with_gil(gc_job_run, &job, GIL_WAIT_MS, GC_WAIT_MS))
+        return false;
+    *collected = job.collected;
+    *us = job.us;
+    return true;
+}
+
+bool roundtrim_python_torch_empty_cache(uint64_t *us)
+{
+    struct torch_job job = {0};
+    if (!roundtrim_python_present())
+        return false;
+    if (!roundtrim_py_with_gil(torch_job_run, &job, GIL_WAIT_MS, GC_WAIT_MS))
+        return false;
+    *us = job.us;
+    return true;
+}
+
+static void fork_child(void)
+{
+    roundtrim_py_gil_fork_child();
+}
+
+void roundtrim_python_init(const char *hook_spec)
+{
+    /* Not Python (yet): nothing to hook; gc looks again at each cleanup, for programs that load
+     * libpython later. Warnings about the spec are only for Python processes: shells and
+     * launchers inherit the variable too. */
+    if (!roundtrim_py_resolve())
+        return;
+    pthread_atfork(NULL, NULL, fork_child);
+    roundtrim_py_hooks_init(hook_spec);
+}

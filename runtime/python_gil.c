@@ -1,0 +1,200 @@
+#include "runtime/python_gil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "runtime/python_api.h"
+
+/* One request at a time. States move: IDLE -> QUEUED (caller) -> HAS_GIL (helper) -> DONE
+ * (helper) -> IDLE (caller). A caller that gives up while QUEUED marks it ABANDONED; the helper
+ * then releases the GIL at once without running the job. A caller that gives up on HAS_GIL
+ * leaves the job running; the helper sets IDLE when it ends. */
+enum req_state { IDLE, QUEUED, HAS_GIL, DONE, ABANDONED, RUNNING_ORPHAN };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t to_helper;
+static pthread_cond_t to_caller;
+static bool conds_ready;
+static bool helper_started;
+static enum req_state state = IDLE;
+static roundtrim_py_job cur_job;
+static void *cur_arg;
+static const char *cur_why;
+static const char *skip_reason;
+
+const char *roundtrim_python_skip_reason(void)
+{
+    return skip_reason;
+}
+
+static void init_conds(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&to_helper, &a);
+    pthread_cond_init(&to_caller, &a);
+    pthread_condattr_destroy(&a);
+    conds_ready = true;
+}
+
+static void deadline_in(struct timespec *t, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Runs the queued job under the GIL (called and returning with the lock held). */
+static void serve_one(void)
+{
+    /* The GIL is taken with the lock released: taking it may block for a long time, or end this
+     * thread when the interpreter finalizes. */
+    pthread_mutex_unlock(&lock);
+    bool can = roundtrim_py_running();
+    int gs = can ? roundtrim_py.GILState_Ensure() : 0;
+    pthread_mutex_lock(&lock);
+    if (!can) {
+        cur_why = "finalizing";
+        state = state == ABANDONED ? IDLE : DONE;
+        pthread_cond_broadcast(&to_caller);
+        return;
+    }
+    if (state == ABANDONED) {
+        state = IDLE;
+        pthread_mutex_unlock(&lock);
+        roundtrim_py.GILState_Release(gs);
+        pthread_mutex_lock(&lock);
+        return;
+    }
+    state = HAS_GIL;
+    pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+    /* Checked again under the GIL: finalization may have begun while we waited. */
+    const char *why = roundtrim_py_running() ? cur_job(cur_arg) : "finalizing";
+    roundtrim_py.GILState_Release(gs);
+    pthread_mutex_lock(&lock);
+    cur_why = why;
+    state = state == RUNNING_ORPHAN ? IDLE : DONE;
+    pthread_cond_broadcast(&to_caller);
+}
+
+static void *helper_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        while (state != QUEUED && state != ABANDONED)
+            pthread_cond_wait(&to_helper, &lock);
+        if (state == ABANDONED) {
+            state = IDLE;
+            continue;
+        }
+        serve_one();
+    }
+    return NULL;
+}
+
+static bool start_helper(void)
+{
+    if (helper_started)
+        return true;
+    if (!conds_ready)
+        init_conds();
+    /* Signals stay with the application's threads: a signal taken here would not interrupt the
+     * main thread's blocking calls, and Python would see it late. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, helper_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return false;
+    pthread_setname_np(t, "roundtrim-py");
+    helper_started = true;
+    return true;
+}
+
+/* Waits until the state leaves `from` or the deadline passes; false on timeout. */
+static bool wait_leave(enum req_state from, unsigned ms)
+{
+    struct timespec dl;
+    deadline_in(&dl, ms);
+    while (state == from) {
+        if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
+            return state != from;
+    }
+    return true;
+}
+
+bool roundtrim_py_with_gil(roundtrim_py_job job, void *arg, unsigned gil_wait_ms,
+                           unsigned run_wait_ms)
+{
+    if (!roundtrim_py.found || !roundtrim_py.IsInitialized()) {
+        skip_reason = "no_python";
+        return false;
+    }
+    if (!roundtrim_py_running()) {
+        skip_reason = "finalizing";
+        return false;
+    }
+    /* A caller holding the GIL (a destructor run from Python's own thread) would wait for
+     * itself. */
+    if (roundtrim_py_caller_holds_gil()) {
+        skip_reason = "caller_holds_gil";
+        return false;
+    }
+    pthread_mutex_lock(&lock);
+    if (state != IDLE) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = "busy";
+        return false;
+    }
+    if (!start_helper()) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = "thread_failed";
+        return false;
+    }
+    cur_job = job;
+    cur_arg = arg;
+    cur_why = NULL;
+    state = QUEUED;
+    pthread_cond_signal(&to_helper);
+    const char *why = NULL;
+    if (!wait_leave(QUEUED, gil_wait_ms)) {
+        state = ABANDONED;
+        why = "gil_timeout";
+    } else if (!wait_leave(HAS_GIL, run_wait_ms)) {
+        state = RUNNING_ORPHAN;
+        why = "job_timeout";
+    } else {
+        why = cur_why;
+        state = IDLE;
+    }
+    bool ok = !why;
+    pthread_mutex_unlock(&lock);
+    skip_reason = why;
+    return ok;
+}
+
+void roundtrim_py_gil_fork_child(void)
+{
+    /* Only the forking thread exists in the child: the helper, and any request it served, are
+     * gone; the lock may have been held at fork time. */
+    pthread_mutex_init(&lock, NULL);
+    if (conds_ready)
+        init_conds();
+    helper_started = false;
+    state = IDLE;
+}

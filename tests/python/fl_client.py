@@ -1,0 +1,71 @@
+"""FL-like client loop (issue 4): prints one JSON line per round with the end-of-round RSS.
+
+Usage: fl_client.py [--mode plain|manual] [--rounds N] [--width W] [--wait S]
+  plain:  no cleanup of its own (run it under the shim with ROUNDTRIM_PY_HOOK=fl_task:train_round)
+  manual: gc.collect() and malloc_trim(0) after every round, as NVFlare's cleanup does
+The RSS is read after the wait that stands for the next global model's arrival."""
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+
+import fl_task  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=["plain", "manual"], default="plain")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--width", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--wait", type=float, default=0.3)
+    args = ap.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    gc.disable()  # the long-running trainer has turned automatic gc off
+    libc = ctypes.CDLL(None)
+
+    server_model = fl_task.make_model(args.width)
+    client_model = fl_task.make_model(args.width)
+    for rnd in range(1, args.rounds + 1):
+        # "Receive": a fresh buffer every round, as a network read gives.
+        blob = bytes(bytearray(fl_task.serialize(server_model.state_dict())))
+        update = fl_task.train_round(client_model, blob, args.steps, keep_cycle=True)
+        sent = len(update)
+        del blob, update
+        if args.mode == "manual":
+            gc.collect()
+            libc.malloc_trim(0)
+        time.sleep(args.wait)
+        print(json.dumps({"round": rnd, "rss": rss_bytes(), "sent": sent}), flush=True)
+    print(
+        json.dumps(
+            {
+                "final": True,
+                "gc_enabled": gc.isenabled(),
+                "cuda_initialized": torch.cuda.is_initialized(),
+                "modules": sorted(sys.modules),
+            }
+        ),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
