@@ -55,12 +55,12 @@ $(BUILD)/libroundtrim.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined \
 	    -o $@ $(LIB_OBJS) -ldl -lpthread
 
-$(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h
+$(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h $(wildcard tests/programs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl -lm
 
 # Unit suites run the pure policy code under AddressSanitizer and UBSan.
-$(BUILD)/unit/%: tests/unit/%.c $(POLICY_SRCS) $(wildcard policy/*.h)
+$(BUILD)/unit/%: tests/unit/%.c $(POLICY_SRCS) $(wildcard policy/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -I. $(CHECK_CFLAGS) $< $(POLICY_SRCS) -o $@ $(CHECK_LIBS)
 

@@ -149,6 +149,24 @@ const char *roundtrim_action_name(enum roundtrim_action a)
     return "unknown";
 }
 
+void roundtrim_json_event_begin(struct roundtrim_json *j, char *buf, size_t cap, const char *event,
+                                int pid, double ts)
+{
+    roundtrim_json_begin(j, buf, cap);
+    roundtrim_json_str(j, "event", event);
+    roundtrim_json_i64(j, "pid", pid);
+    roundtrim_json_ts(j, "ts", ts);
+}
+
+void roundtrim_json_actions(struct roundtrim_json *j, const char *k, unsigned actions)
+{
+    roundtrim_json_array_begin(j, k);
+    for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
+        if (actions & bit)
+            roundtrim_json_array_str(j, roundtrim_action_name((enum roundtrim_action)bit));
+    roundtrim_json_array_end(j);
+}
+
 static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_round *c)
 {
     roundtrim_json_u64(j, "cuda_alloc_calls", c->alloc_calls);
@@ -169,7 +187,7 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_begin(&j, buf, cap);
     roundtrim_json_str(&j, "event", "round");
     roundtrim_json_i64(&j, "pid", r->pid);
-    roundtrim_json_u64(&j, "round", r->round);
+    roundtrim_json_u64(&j, "round", r->round); /* round before ts: the key users sort by */
     roundtrim_json_ts(&j, "ts", r->ts);
     roundtrim_json_str(&j, "source", r->source);
     roundtrim_json_u64(&j, "malloc_calls", r->traffic.malloc_calls);
@@ -188,11 +206,7 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         if (r->cgroup_limit > 0)
             roundtrim_json_u64(&j, "cgroup_limit", r->cgroup_limit);
     }
-    roundtrim_json_array_begin(&j, "cleanup");
-    for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
-        if (r->actions & bit)
-            roundtrim_json_array_str(&j, roundtrim_action_name((enum roundtrim_action)bit));
-    roundtrim_json_array_end(&j);
+    roundtrim_json_actions(&j, "cleanup", r->actions);
     roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_us", r->trim_us);

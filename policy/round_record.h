@@ -76,6 +76,13 @@ void roundtrim_json_array_end(struct roundtrim_json *j);
 /* Closes the object and appends a newline; returns the length, or 0 when it did not fit. */
 size_t roundtrim_json_end(struct roundtrim_json *j);
 
+/* Starts a record: {"event":event,"pid":pid,"ts":ts */
+void roundtrim_json_event_begin(struct roundtrim_json *j, char *buf, size_t cap, const char *event,
+                                int pid, double ts);
+
+/* "key":["gc","trim",...]: the actions set in `actions`, in the order they run. */
+void roundtrim_json_actions(struct roundtrim_json *j, const char *key, unsigned actions);
+
 /* Formats a round record as one JSON line. Returns its length, 0 if buf was too small. */
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap);
 

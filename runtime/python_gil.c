@@ -1,4 +1,5 @@
 #include "runtime/python_gil.h"
+#include "runtime/thread_spawn.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -107,21 +108,8 @@ static bool start_helper(void)
         return true;
     if (!conds_ready)
         init_conds();
-    /* Signals stay with the application's threads: a signal taken here would not interrupt the
-     * main thread's blocking calls, and Python would see it late. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    int rc = pthread_create(&t, &attr, helper_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
+    if (roundtrim_spawn_thread(helper_main, NULL, "roundtrim-py", 0) != 0)
         return false;
-    pthread_setname_np(t, "roundtrim-py");
     helper_started = true;
     return true;
 }

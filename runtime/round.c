@@ -138,10 +138,8 @@ static void pressure_record(const char *level, const struct roundtrim_mem_limit 
 {
     char line[2048];
     struct roundtrim_json j;
-    roundtrim_json_begin(&j, line, sizeof line);
-    roundtrim_json_str(&j, "event", "pressure");
-    roundtrim_json_i64(&j, "pid", getpid());
-    roundtrim_json_ts(&j, "ts", roundtrim_wall_seconds());
+    roundtrim_json_event_begin(&j, line, sizeof line, "pressure", getpid(),
+                               roundtrim_wall_seconds());
     roundtrim_json_str(&j, "level", level);
     roundtrim_json_u64(&j, "used_bytes", lim->used);
     roundtrim_json_u64(&j, "limit_bytes", lim->limit);
@@ -150,11 +148,7 @@ static void pressure_record(const char *level, const struct roundtrim_mem_limit 
     if (cleaned) {
         roundtrim_json_u64(&j, "rss_before", cleaned->rss_before);
         roundtrim_json_u64(&j, "rss_after", cleaned->rss_after);
-        roundtrim_json_array_begin(&j, "cleanup");
-        for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
-            if (cleaned->actions & bit)
-                roundtrim_json_array_str(&j, roundtrim_action_name((enum roundtrim_action)bit));
-        roundtrim_json_array_end(&j);
+        roundtrim_json_actions(&j, "cleanup", cleaned->actions);
         roundtrim_json_u64(&j, "cleanup_us", cleaned->cleanup_us);
     }
     size_t n = roundtrim_json_end(&j);
@@ -235,10 +229,7 @@ void roundtrim_round_at_exit(void)
     roundtrim_counters_total(&total);
     char line[1024];
     struct roundtrim_json j;
-    roundtrim_json_begin(&j, line, sizeof line);
-    roundtrim_json_str(&j, "event", "exit");
-    roundtrim_json_i64(&j, "pid", getpid());
-    roundtrim_json_ts(&j, "ts", roundtrim_wall_seconds());
+    roundtrim_json_event_begin(&j, line, sizeof line, "exit", getpid(), roundtrim_wall_seconds());
     roundtrim_json_u64(&j, "rounds", round_no);
     roundtrim_json_u64(&j, "cleanups", cleanups);
     roundtrim_json_u64(&j, "malloc_calls", total.malloc_calls);

@@ -15,11 +15,8 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     exe[n > 0 ? n : 0] = '\0';
 
     struct roundtrim_json j;
-    roundtrim_json_begin(&j, buf, cap);
-    roundtrim_json_str(&j, "event", "start");
-    roundtrim_json_i64(&j, "pid", getpid());
+    roundtrim_json_event_begin(&j, buf, cap, "start", getpid(), roundtrim_start_time());
     roundtrim_json_i64(&j, "ppid", getppid());
-    roundtrim_json_ts(&j, "ts", roundtrim_start_time());
     roundtrim_json_str(&j, "exe", exe);
     roundtrim_json_str(&j, "role", roundtrim_role_name(cfg->role));
     roundtrim_json_str(&j, "allocator", roundtrim_allocator_name());

@@ -11,13 +11,13 @@
 #include "runtime/round.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
+#include "runtime/thread_spawn.h"
 
 int roundtrim_worker_start_wanted;
 
 enum { WORKER_NONE, WORKER_STARTING, WORKER_RUNNING, WORKER_FAILED };
 static int worker_state = WORKER_NONE;
 static sem_t wake;
-static pthread_t worker_thread;
 static __thread bool on_worker;
 
 void roundtrim_worker_init(void)
@@ -86,24 +86,13 @@ bool roundtrim_worker_ensure(void)
         /* Another thread is starting it: it will look at everything pending once running. */
         return expected != WORKER_FAILED;
     }
-    /* The worker must never run the application's signal handlers: it starts with every signal
-     * blocked (the mask is inherited from the creating thread). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    int rc = pthread_create(&worker_thread, &attr, worker_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* The worker must never run the application's signal handlers. */
+    int rc = roundtrim_spawn_thread(worker_main, NULL, "roundtrim", 256);
     if (rc != 0) {
         __atomic_store_n(&worker_state, WORKER_FAILED, __ATOMIC_SEQ_CST);
         roundtrim_warn_once_errno("cannot start the worker thread; rounds are not recorded", rc);
         return false;
     }
-    pthread_setname_np(worker_thread, "roundtrim");
     __atomic_store_n(&worker_state, WORKER_RUNNING, __ATOMIC_SEQ_CST);
     sem_post(&wake);
     return true;

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "proc_rss.h"
+
 struct options {
     int rounds, threads, model_mib, keep_every, pause_ms;
     const char *mode;
@@ -37,18 +39,6 @@ struct worker {
     void **previous;
     size_t previous_count;
 };
-
-static uint64_t rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
-}
 
 static uint64_t next_random(uint64_t *state)
 {
@@ -169,8 +159,8 @@ int main(int argc, char **argv)
         /* The wait for the server's next model; roundtrim's worker cleans up meanwhile. */
         struct timespec pause = {o.pause_ms / 1000, (long)(o.pause_ms % 1000) * 1000000L};
         nanosleep(&pause, NULL);
-        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu}\n", r,
-               (unsigned long long)rss_bytes(), (unsigned long long)cleanup_us);
+        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu}\n", r, rss_bytes(),
+               (unsigned long long)cleanup_us);
         fflush(stdout);
     }
     return 0;

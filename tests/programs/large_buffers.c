@@ -6,20 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc_rss.h"
+
 #define BUFFERS      64
 #define BUFFER_BYTES (4u << 20)
-
-static unsigned long long rss_bytes(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%lu %lu", &size, &resident) != 2)
-            resident = 0;
-        fclose(f);
-    }
-    return (unsigned long long)resident * (unsigned long long)sysconf(_SC_PAGESIZE);
-}
 
 int main(void)
 {

@@ -6,6 +6,7 @@
 
 #include "env_fixture.h"
 #include "policy/options.h"
+#include "run_suite.h"
 
 static struct roundtrim_config cfg;
 
@@ -205,9 +206,5 @@ int main(void)
     tcase_add_test(tc, sampling_is_wanted_only_when_asked_for);
     tcase_add_test(tc, many_bad_values_never_overflow_the_warning_list);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

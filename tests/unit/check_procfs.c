@@ -6,6 +6,7 @@
 #include "policy/options.h"
 #include "policy/pressure.h"
 #include "policy/procfs.h"
+#include "run_suite.h"
 
 START_TEST(status_and_meminfo_fields)
 {
@@ -124,9 +125,5 @@ int main(void)
     tcase_add_test(tc, pressure_cleanups_are_rate_limited);
     tcase_add_test(tc, round_interval);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -5,6 +5,7 @@
 
 #include "policy/prom_format.h"
 #include "policy/round_record.h"
+#include "run_suite.h"
 
 static struct roundtrim_round_record sample(void)
 {
@@ -135,9 +136,5 @@ int main(void)
     tcase_add_test(tc, strings_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

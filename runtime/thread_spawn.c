@@ -1,0 +1,25 @@
+#include "runtime/thread_spawn.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+
+int roundtrim_spawn_thread(void *(*fn)(void *), void *arg, const char *name, unsigned stack_kib)
+{
+    /* The new thread inherits the creating thread's mask: block everything around the create. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (stack_kib)
+        pthread_attr_setstacksize(&attr, (size_t)stack_kib * 1024);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        pthread_setname_np(t, name);
+    return rc;
+}
