@@ -65,6 +65,16 @@ static bool glibc_header_layout_holds(const struct roundtrim_next_alloc *n)
     Dl_info info;
     if (!dladdr((void *)n->malloc, &info) || !info.dli_fname || !strstr(info.dli_fname, "libc.so"))
         return false;
+    /* Look before reading any header: glibc's smallest chunk holds 24 usable bytes on 64-bit
+     * (12 on 32-bit). A malloc that only borrows glibc's name (valgrind's, say) reports the
+     * requested size, and its blocks have no header to read. */
+    void *probe = n->malloc(1);
+    if (!probe)
+        return false;
+    bool glibc_sized = n->malloc_usable_size(probe) == 3 * sizeof(size_t);
+    n->free(probe);
+    if (!glibc_sized)
+        return false;
     static const size_t sizes[] = {1, 24, 100, 1000, 5000, 70000, 300000};
     bool same = true;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && same; i++) {

@@ -272,3 +272,21 @@ def test_gcc_and_git_work_under_the_shim(run_shim, tmp_path):
         res = run_shim(argv, env=env)
         assert res.returncode == 0, (argv, res.stderr)
     assert res.stdout == "x\n"
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.parametrize("argv,env", [
+    (["signal_chain", "3", "sigaction"], {"ROUNDTRIM_PROM_FILE": "{tmp}/m.prom"}),
+    ([PYTHON, "-c", "import json; [json.dumps([i]) for i in range(3)]"],
+     {"ROUNDTRIM_PY_HOOK": "json:dumps"}),
+], ids=["c-signals-metrics", "python-hook-gc"])
+def test_valgrind_finds_no_error_in_the_round_pipeline(run_shim, tmp_path, argv, env):
+    """Under valgrind the malloc family is valgrind's own, but everything roundtrim does at a
+    boundary (worker, counters, records, metrics, Python gc and hooks) runs and is checked."""
+    if argv[0] == "signal_chain":
+        argv = [prog("signal_chain")] + argv[1:]
+    env = {k: v.format(tmp=tmp_path) for k, v in env.items()}
+    res = run_shim(["valgrind", "-q", "--error-exitcode=99", "--leak-check=full",
+                    "--errors-for-leak-kinds=definite"] + argv, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert len(res.rounds) == 3
