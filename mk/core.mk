@@ -4,3 +4,13 @@ CHECK_DEPS += $(BUILD)/tests/libearly_handler.so
 $(BUILD)/tests/libearly_handler.so: tests/programs/libearly_handler.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@
+
+# C++ operator new/delete under the shim (the library itself stays pure C).
+CXX ?= g++
+CHECK_DEPS += $(BUILD)/tests/cxx_counts
+$(BUILD)/tests/cxx_counts: tests/programs/cxx_counts.cpp tests/programs/round_sync.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin -Iinclude $< -o $@ -ldl
+
+# The next operator new may throw std::bad_alloc through the forwarding frame.
+$(BUILD)/obj/shim/cxx_hooks.o: LIB_CFLAGS += -fexceptions

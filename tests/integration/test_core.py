@@ -290,3 +290,23 @@ def test_valgrind_finds_no_error_in_the_round_pipeline(run_shim, tmp_path, argv,
                     "--errors-for-leak-kinds=definite"] + argv, env=env, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
     assert len(res.rounds) == 3
+
+
+@pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
+def test_cxx_new_and_delete_are_counted_once(run_shim, allocator):
+    """libstdc++'s operator new calls malloc; jemalloc's does not (and its delete calls free):
+    either way each C++ block is counted exactly once."""
+    if allocator == "jemalloc" and not os.path.exists(JEMALLOC):
+        pytest.skip("libjemalloc2 is not installed")
+    preload = str(LIB) if allocator == "glibc" else f"{LIB} {JEMALLOC}"
+    res = run_shim([prog("cxx_counts")], env={"LD_PRELOAD": preload})
+    assert res.returncode == 0, res.stderr
+    want = res.stdout_json()[0]
+    assert want["bad_alloc_caught"] is True  # a failing new still throws through our frame
+    got = res.rounds[1]
+    # the bad_alloc exception object is one more block, allocated and freed within the round
+    assert got["malloc_calls"] == want["malloc_calls"] + 1
+    assert got["free_calls"] == want["free_calls"] + 1
+    exception_bytes = got["malloc_bytes"] - want["malloc_bytes"]
+    assert 0 < exception_bytes < 1024
+    assert got["free_bytes"] - want["free_bytes"] == exception_bytes

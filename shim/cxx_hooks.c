@@ -1,0 +1,285 @@
+/* C++ operator new and delete. With glibc, libstdc++'s operator new calls malloc, which the
+ * malloc hooks count. jemalloc, tcmalloc and mimalloc define operator new themselves, and whether
+ * it comes back through malloc/free depends on how each was built: preloaded after roundtrim,
+ * their C++ allocations could be missed, or be counted twice. So each operator here forwards,
+ * then counts only if this thread's malloc-family counters did not move meanwhile (they are the
+ * calling thread's own, so nothing else changes them).
+ *
+ * The forwarding keeps C++ semantics: the next operator new throws std::bad_alloc through this
+ * frame (the file is built with unwind tables), nothrow forms return NULL. */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "runtime/export.h"
+#include "runtime/thread_counters.h"
+#include "shim/next_alloc.h"
+
+enum cxx_op {
+    NEW,
+    NEW_ARRAY,
+    NEW_NOTHROW,
+    NEW_ARRAY_NOTHROW,
+    NEW_ALIGNED,
+    NEW_ARRAY_ALIGNED,
+    NEW_ALIGNED_NOTHROW,
+    NEW_ARRAY_ALIGNED_NOTHROW,
+    DELETE,
+    DELETE_ARRAY,
+    DELETE_SIZED,
+    DELETE_ARRAY_SIZED,
+    DELETE_NOTHROW,
+    DELETE_ARRAY_NOTHROW,
+    DELETE_ALIGNED,
+    DELETE_ARRAY_ALIGNED,
+    DELETE_SIZED_ALIGNED,
+    DELETE_ARRAY_SIZED_ALIGNED,
+    DELETE_ALIGNED_NOTHROW,
+    DELETE_ARRAY_ALIGNED_NOTHROW,
+    CXX_OP_COUNT
+};
+
+/* Itanium C++ ABI names for 64-bit size_t. */
+static const char *const op_names[CXX_OP_COUNT] = {
+    [NEW] = "_Znwm",
+    [NEW_ARRAY] = "_Znam",
+    [NEW_NOTHROW] = "_ZnwmRKSt9nothrow_t",
+    [NEW_ARRAY_NOTHROW] = "_ZnamRKSt9nothrow_t",
+    [NEW_ALIGNED] = "_ZnwmSt11align_val_t",
+    [NEW_ARRAY_ALIGNED] = "_ZnamSt11align_val_t",
+    [NEW_ALIGNED_NOTHROW] = "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    [NEW_ARRAY_ALIGNED_NOTHROW] = "_ZnamSt11align_val_tRKSt9nothrow_t",
+    [DELETE] = "_ZdlPv",
+    [DELETE_ARRAY] = "_ZdaPv",
+    [DELETE_SIZED] = "_ZdlPvm",
+    [DELETE_ARRAY_SIZED] = "_ZdaPvm",
+    [DELETE_NOTHROW] = "_ZdlPvRKSt9nothrow_t",
+    [DELETE_ARRAY_NOTHROW] = "_ZdaPvRKSt9nothrow_t",
+    [DELETE_ALIGNED] = "_ZdlPvSt11align_val_t",
+    [DELETE_ARRAY_ALIGNED] = "_ZdaPvSt11align_val_t",
+    [DELETE_SIZED_ALIGNED] = "_ZdlPvmSt11align_val_t",
+    [DELETE_ARRAY_SIZED_ALIGNED] = "_ZdaPvmSt11align_val_t",
+    [DELETE_ALIGNED_NOTHROW] = "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+    [DELETE_ARRAY_ALIGNED_NOTHROW] = "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+static void *next_op[CXX_OP_COUNT];
+static bool resolved;
+
+/* Looked up at the first call: the C++ runtime may be loaded long after roundtrim (a Python
+ * program importing torch), and by then it is. */
+static void resolve(void)
+{
+    for (int i = 0; i < CXX_OP_COUNT; i++)
+        __atomic_store_n(&next_op[i], dlsym(RTLD_NEXT, op_names[i]), __ATOMIC_RELAXED);
+    __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
+}
+
+static inline void *op(enum cxx_op i)
+{
+    if (__builtin_expect(!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 0))
+        resolve();
+    return next_op[i];
+}
+
+/* Counts a block the next operator new returned, unless it already went through our malloc. */
+static inline void *counted(void *p, uint64_t calls_before)
+{
+    if (p && roundtrim_tls.malloc_calls == calls_before)
+        roundtrim_count_alloc(roundtrim_usable_size(p));
+    return p;
+}
+
+struct pending_free {
+    uint64_t bytes, calls_before;
+};
+
+static inline struct pending_free before_delete(void *p)
+{
+    struct pending_free f = {p ? roundtrim_usable_size(p) : 0, roundtrim_tls.free_calls};
+    return f;
+}
+
+static inline void after_delete(void *p, struct pending_free f)
+{
+    if (p && roundtrim_tls.free_calls == f.calls_before)
+        roundtrim_count_free(f.bytes);
+}
+
+/* Without any C++ runtime after us (no caller could then exist, but be safe), fall back on the
+ * malloc family, which counts by itself. */
+static void *new_block(enum cxx_op i, size_t n)
+{
+    void *(*fn)(size_t) = (void *(*)(size_t))op(i);
+    uint64_t before = roundtrim_tls.malloc_calls;
+    return fn ? counted(fn(n), before) : malloc(n ? n : 1);
+}
+
+static void *new_block_nothrow(enum cxx_op i, size_t n, const void *tag)
+{
+    void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))op(i);
+    uint64_t before = roundtrim_tls.malloc_calls;
+    return fn ? counted(fn(n, tag), before) : malloc(n ? n : 1);
+}
+
+static void *new_aligned(enum cxx_op i, size_t n, size_t align)
+{
+    void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))op(i);
+    uint64_t before = roundtrim_tls.malloc_calls;
+    if (fn)
+        return counted(fn(n, align), before);
+    void *p = NULL;
+    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+static void *new_aligned_nothrow(enum cxx_op i, size_t n, size_t align, const void *tag)
+{
+    void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))op(i);
+    uint64_t before = roundtrim_tls.malloc_calls;
+    if (fn)
+        return counted(fn(n, align, tag), before);
+    void *p = NULL;
+    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+static void delete_block(enum cxx_op i, void *p)
+{
+    void (*fn)(void *) = (void (*)(void *))op(i);
+    struct pending_free f = before_delete(p);
+    fn ? fn(p) : free(p);
+    after_delete(p, f);
+}
+
+static void delete_block2(enum cxx_op i, void *p, size_t a)
+{
+    void (*fn)(void *, size_t) = (void (*)(void *, size_t))op(i);
+    struct pending_free f = before_delete(p);
+    fn ? fn(p, a) : free(p);
+    after_delete(p, f);
+}
+
+static void delete_block_ptr(enum cxx_op i, void *p, const void *tag)
+{
+    void (*fn)(void *, const void *) = (void (*)(void *, const void *))op(i);
+    struct pending_free f = before_delete(p);
+    fn ? fn(p, tag) : free(p);
+    after_delete(p, f);
+}
+
+static void delete_block3(enum cxx_op i, void *p, size_t a, size_t b)
+{
+    void (*fn)(void *, size_t, size_t) = (void (*)(void *, size_t, size_t))op(i);
+    struct pending_free f = before_delete(p);
+    fn ? fn(p, a, b) : free(p);
+    after_delete(p, f);
+}
+
+static void delete_block_aligned_ptr(enum cxx_op i, void *p, size_t align, const void *tag)
+{
+    void (*fn)(void *, size_t, const void *) = (void (*)(void *, size_t, const void *))op(i);
+    struct pending_free f = before_delete(p);
+    fn ? fn(p, align, tag) : free(p);
+    after_delete(p, f);
+}
+
+ROUNDTRIM_EXPORT void *_Znwm(size_t n)
+{
+    return new_block(NEW, n);
+}
+
+ROUNDTRIM_EXPORT void *_Znam(size_t n)
+{
+    return new_block(NEW_ARRAY, n);
+}
+
+ROUNDTRIM_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
+{
+    return new_block_nothrow(NEW_NOTHROW, n, tag);
+}
+
+ROUNDTRIM_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
+{
+    return new_block_nothrow(NEW_ARRAY_NOTHROW, n, tag);
+}
+
+ROUNDTRIM_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t align)
+{
+    return new_aligned(NEW_ALIGNED, n, align);
+}
+
+ROUNDTRIM_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t align)
+{
+    return new_aligned(NEW_ARRAY_ALIGNED, n, align);
+}
+
+ROUNDTRIM_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+{
+    return new_aligned_nothrow(NEW_ALIGNED_NOTHROW, n, align, tag);
+}
+
+ROUNDTRIM_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
+{
+    return new_aligned_nothrow(NEW_ARRAY_ALIGNED_NOTHROW, n, align, tag);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPv(void *p)
+{
+    delete_block(DELETE, p);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPv(void *p)
+{
+    delete_block(DELETE_ARRAY, p);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPvm(void *p, size_t n)
+{
+    delete_block2(DELETE_SIZED, p, n);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPvm(void *p, size_t n)
+{
+    delete_block2(DELETE_ARRAY_SIZED, p, n);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
+{
+    delete_block_ptr(DELETE_NOTHROW, p, tag);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
+{
+    delete_block_ptr(DELETE_ARRAY_NOTHROW, p, tag);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
+{
+    delete_block2(DELETE_ALIGNED, p, align);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
+{
+    delete_block2(DELETE_ARRAY_ALIGNED, p, align);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
+{
+    delete_block3(DELETE_SIZED_ALIGNED, p, n, align);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
+{
+    delete_block3(DELETE_ARRAY_SIZED_ALIGNED, p, n, align);
+}
+
+ROUNDTRIM_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
+{
+    delete_block_aligned_ptr(DELETE_ALIGNED_NOTHROW, p, align, tag);
+}
+
+ROUNDTRIM_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
+{
+    delete_block_aligned_ptr(DELETE_ARRAY_ALIGNED_NOTHROW, p, align, tag);
+}
