@@ -179,6 +179,13 @@ static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_ro
         roundtrim_json_u64(j, "cuda_free_mem", c->free_mem);
         roundtrim_json_u64(j, "cuda_total_mem", c->total_mem);
     }
+    if (c->host_alloc_calls || c->host_free_calls || c->host_live_bytes) {
+        roundtrim_json_u64(j, "cuda_host_alloc_calls", c->host_alloc_calls);
+        roundtrim_json_u64(j, "cuda_host_alloc_bytes", c->host_alloc_bytes);
+        roundtrim_json_u64(j, "cuda_host_free_calls", c->host_free_calls);
+        roundtrim_json_u64(j, "cuda_host_free_bytes", c->host_free_bytes);
+        roundtrim_json_u64(j, "cuda_host_live_bytes", c->host_live_bytes);
+    }
 }
 
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap)

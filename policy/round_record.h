@@ -22,6 +22,9 @@ struct roundtrim_cuda_round {
     uint64_t live_bytes, peak_bytes;
     bool have_mem_info;
     uint64_t free_mem, total_mem;
+    /* Pinned host memory allocated through the driver: in RSS already, so counted apart. */
+    uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls, host_free_bytes;
+    uint64_t host_live_bytes;
 };
 
 enum roundtrim_action {

@@ -9,6 +9,7 @@
 #include "policy/round_record.h"
 #include "runtime/allocator_ops.h"
 #include "runtime/clock.h"
+#include "runtime/cuda_pinned.h"
 #include "runtime/cuda_track.h"
 #include "runtime/log_writer.h"
 #include "runtime/metrics_file.h"
@@ -88,7 +89,14 @@ static void measure(struct roundtrim_round_record *r)
         r->cgroup_usage = lim.cgroup_usage;
         r->cgroup_limit = lim.cgroup_limit;
     }
-    roundtrim_cuda_round_take(&r->cuda);
+    struct roundtrim_cuda_pinned pinned;
+    if (roundtrim_cuda_round_take(&r->cuda) && roundtrim_cuda_pinned_take(&pinned)) {
+        r->cuda.host_alloc_calls = pinned.alloc_calls;
+        r->cuda.host_alloc_bytes = pinned.alloc_bytes;
+        r->cuda.host_free_calls = pinned.free_calls;
+        r->cuda.host_free_bytes = pinned.free_bytes;
+        r->cuda.host_live_bytes = pinned.live_bytes;
+    }
 }
 
 static void finish(struct roundtrim_round_record *r)

@@ -100,6 +100,13 @@ def test_per_round_device_bytes_are_exact(run_shim, name):
     assert_counters(rounds, expect)
     # Round 1 holds linear, pitched, managed and VMM memory: 1+3 MiB, 64 KiB, 256 KiB, 4 MiB.
     assert rounds[0]["cuda_alloc_bytes"] == 8 * MiB + 320 * 1024
+    # Pinned host memory is reported apart: 1 MiB + 64 KiB in round 1, the rest freed in round 2.
+    assert {k: v for k, v in rounds[0].items() if k.startswith("cuda_host_")} == {
+        "cuda_host_alloc_calls": 2, "cuda_host_alloc_bytes": MiB + 64 * 1024,
+        "cuda_host_free_calls": 1, "cuda_host_free_bytes": MiB, "cuda_host_live_bytes": 64 * 1024}
+    assert rounds[1]["cuda_host_free_bytes"] == 64 * 1024
+    assert rounds[1]["cuda_host_live_bytes"] == 0
+    assert not any(k.startswith("cuda_host_") for k in rounds[2])
     # The driver's own view, taken when the round ended (free = total - used, from the program).
     for n, mem in per_round(res.stdout, "meminfo").items():
         assert rounds[n - 1]["cuda_free_mem"] == mem["free"]
