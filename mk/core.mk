@@ -14,3 +14,8 @@ $(BUILD)/tests/cxx_counts: tests/programs/cxx_counts.cpp tests/programs/round_sy
 
 # The next operator new may throw std::bad_alloc through the forwarding frame.
 $(BUILD)/obj/shim/cxx_hooks.o: LIB_CFLAGS += -fexceptions
+
+CHECK_DEPS += $(BUILD)/tests/own_allocator
+$(BUILD)/tests/own_allocator: tests/programs/own_allocator.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin $< -o $@

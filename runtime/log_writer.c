@@ -14,6 +14,8 @@ enum { LOG_UNOPENED, LOG_OPEN, LOG_NONE };
 static int log_state = LOG_UNOPENED;
 static int log_fd = -1;
 
+#define HIGH_FD 200
+
 bool roundtrim_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
@@ -43,6 +45,14 @@ static bool open_log(void)
         return false;
     }
     log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd >= 0 && log_fd < HIGH_FD) {
+        /* Out of the way of programs that close and reuse the low descriptors. */
+        int high = fcntl(log_fd, F_DUPFD_CLOEXEC, HIGH_FD);
+        if (high >= 0) {
+            close(log_fd);
+            log_fd = high;
+        }
+    }
     if (log_fd < 0) {
         char line[4400];
         snprintf(line, sizeof line,

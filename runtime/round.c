@@ -28,6 +28,7 @@ static uint64_t round_no, cleanups;
 static struct roundtrim_traffic last_total;
 static uint64_t last_round_us;
 static struct roundtrim_pressure pressure;
+static bool exiting; /* set at exit: no round starts any more */
 
 void roundtrim_round_add_pending(enum roundtrim_source src)
 {
@@ -114,6 +115,10 @@ static void finish(struct roundtrim_round_record *r)
 static void run_round(enum roundtrim_source src)
 {
     pthread_mutex_lock(&round_lock);
+    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&round_lock);
+        return;
+    }
     struct roundtrim_round_record r;
     memset(&r, 0, sizeof r);
     r.round = ++round_no;
@@ -169,6 +174,10 @@ static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
     struct roundtrim_round_record r;
     memset(&r, 0, sizeof r);
     pthread_mutex_lock(&round_lock);
+    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&round_lock);
+        return;
+    }
     r.rss_before = roundtrim_rss_bytes();
     cleanup(&r);
     r.rss_after = roundtrim_rss_bytes();
@@ -179,6 +188,8 @@ static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
 void roundtrim_round_sample(void)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
+    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        return;
     uint64_t now = roundtrim_now_us();
     if (last_round_us == 0)
         last_round_us = now; /* the first timer round is one interval after sampling starts */
@@ -213,7 +224,7 @@ static void drain_before_exit(void)
         return;
     if (roundtrim_worker_running() && !roundtrim_worker_is_self()) {
         roundtrim_worker_wake();
-        for (int i = 0; i < 400 && any_pending(); i++) {
+        for (int i = 0; i < 1000 && any_pending(); i++) { /* 5 s at most */
             struct timespec t = {0, 5 * 1000 * 1000};
             nanosleep(&t, NULL);
         }
@@ -226,13 +237,15 @@ static void drain_before_exit(void)
 void roundtrim_round_at_exit(void)
 {
     drain_before_exit();
-    if (!roundtrim_log_started())
-        return;
-    /* A round in progress on the worker finishes first, unless it takes too long. */
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    /* A round in progress on the worker finishes first, unless it takes too long. The lock is
+     * kept: no round may touch libraries that are being finalized from here on. */
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += 2;
-    bool locked = pthread_mutex_timedlock(&round_lock, &deadline) == 0;
+    pthread_mutex_timedlock(&round_lock, &deadline);
+    if (!roundtrim_log_started())
+        return;
     struct roundtrim_traffic total;
     roundtrim_counters_total(&total);
     char line[1024];
@@ -249,8 +262,6 @@ void roundtrim_round_at_exit(void)
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);
-    if (locked)
-        pthread_mutex_unlock(&round_lock);
 }
 
 void roundtrim_round_fork_child(void)
@@ -259,6 +270,7 @@ void roundtrim_round_fork_child(void)
     memset(pending, 0, sizeof pending);
     memset(&last_total, 0, sizeof last_total);
     memset(&pressure, 0, sizeof pressure);
+    exiting = false;
     round_no = cleanups = 0;
     last_round_us = roundtrim_now_us();
 }

@@ -119,10 +119,18 @@ static void copy_strings(void)
     config.cgroup_dir = keep_string(config.cgroup_dir);
 }
 
+/* An atexit handler, registered by the constructor: it runs after the program's own (registered
+ * later) and before the libraries' destructors, while libcuda and the C++ runtime still work. */
+static void roundtrim_stop(void)
+{
+    roundtrim_round_at_exit();
+}
+
 __attribute__((constructor)) static void roundtrim_start(void)
 {
     start_ts = roundtrim_wall_seconds();
     roundtrim_next_alloc_resolve();
+    roundtrim_signal_hooks_resolve();
     roundtrim_config_load(&config, env_lookup, NULL);
     copy_strings();
     print_warnings();
@@ -135,15 +143,10 @@ __attribute__((constructor)) static void roundtrim_start(void)
     roundtrim_worker_init();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     active = true;
+    atexit(roundtrim_stop);
     if (config.round_signal)
         roundtrim_signal_source_install(config.round_signal);
     roundtrim_python_init(config.py_hook);
     if (roundtrim_config_wants_sampling(&config))
         roundtrim_worker_ensure();
-}
-
-__attribute__((destructor)) static void roundtrim_stop(void)
-{
-    if (active)
-        roundtrim_round_at_exit();
 }

@@ -87,7 +87,7 @@ bool roundtrim_worker_ensure(void)
         return expected != WORKER_FAILED;
     }
     /* The worker must never run the application's signal handlers. */
-    int rc = roundtrim_spawn_thread(worker_main, NULL, "roundtrim", 256);
+    int rc = roundtrim_spawn_thread(worker_main, NULL, "roundtrim", 0);
     if (rc != 0) {
         __atomic_store_n(&worker_state, WORKER_FAILED, __ATOMIC_SEQ_CST);
         roundtrim_warn_once_errno("cannot start the worker thread; rounds are not recorded", rc);
@@ -102,11 +102,12 @@ void roundtrim_worker_start_from_app(void)
 {
     if (on_worker)
         return;
+    int saved_errno = errno; /* inside the application's malloc: errno is theirs */
     /* Clear first: pthread_create allocates and would come back here. */
-    if (!__atomic_exchange_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST))
-        return;
-    if (roundtrim_worker_ensure())
+    if (__atomic_exchange_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST) &&
+        roundtrim_worker_ensure())
         roundtrim_worker_wake();
+    errno = saved_errno;
 }
 
 void roundtrim_worker_fork_child(void)

@@ -1,9 +1,12 @@
 /* C++ operator new and delete. With glibc, libstdc++'s operator new calls malloc, which the
- * malloc hooks count. jemalloc, tcmalloc and mimalloc define operator new themselves, and whether
- * it comes back through malloc/free depends on how each was built: preloaded after roundtrim,
- * their C++ allocations could be missed, or be counted twice. So each operator here forwards,
- * then counts only if this thread's malloc-family counters did not move meanwhile (they are the
- * calling thread's own, so nothing else changes them).
+ * malloc hooks count: these only forward. jemalloc, tcmalloc and mimalloc define operator new
+ * themselves, beside their malloc: preloaded after roundtrim, their C++ allocations would go
+ * uncounted. So when the next operator new lives in the same library as the next malloc, these
+ * count too, unless the call came back through our malloc/free anyway (jemalloc's delete calls
+ * free): this thread's counters, which nothing else changes, tell.
+ *
+ * A block's size is read only in that case: the block then surely comes from the allocator we
+ * forward to (an allocator ahead of roundtrim may hand out blocks we cannot size).
  *
  * The forwarding keeps C++ semantics: the next operator new throws std::bad_alloc through this
  * frame (the file is built with unwind tables), nothrow forms return NULL. */
@@ -67,6 +70,7 @@ static const char *const op_names[CXX_OP_COUNT] = {
 
 static void *next_op[CXX_OP_COUNT];
 static bool resolved;
+static bool counts_here; /* the next operator new is the next malloc's library's own */
 
 /* Looked up at the first call: the C++ runtime may be loaded long after roundtrim (a Python
  * program importing torch), and by then it is. */
@@ -74,6 +78,11 @@ static void resolve(void)
 {
     for (int i = 0; i < CXX_OP_COUNT; i++)
         __atomic_store_n(&next_op[i], dlsym(RTLD_NEXT, op_names[i]), __ATOMIC_RELAXED);
+    Dl_info op_lib, malloc_lib;
+    bool same = next_op[NEW] && dladdr(next_op[NEW], &op_lib) &&
+                dladdr((void *)roundtrim_next.malloc, &malloc_lib) &&
+                op_lib.dli_fbase == malloc_lib.dli_fbase;
+    __atomic_store_n(&counts_here, same, __ATOMIC_RELAXED);
     __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
 }
 
@@ -87,7 +96,7 @@ static inline void *op(enum cxx_op i)
 /* Counts a block the next operator new returned, unless it already went through our malloc. */
 static inline void *counted(void *p, uint64_t calls_before)
 {
-    if (p && roundtrim_tls.malloc_calls == calls_before)
+    if (p && counts_here && roundtrim_thread_block()->malloc_calls == calls_before)
         roundtrim_count_alloc(roundtrim_usable_size(p));
     return p;
 }
@@ -98,13 +107,15 @@ struct pending_free {
 
 static inline struct pending_free before_delete(void *p)
 {
-    struct pending_free f = {p ? roundtrim_usable_size(p) : 0, roundtrim_tls.free_calls};
+    struct pending_free f = {0, roundtrim_thread_block()->free_calls};
+    if (p && counts_here)
+        f.bytes = roundtrim_usable_size(p);
     return f;
 }
 
 static inline void after_delete(void *p, struct pending_free f)
 {
-    if (p && roundtrim_tls.free_calls == f.calls_before)
+    if (p && counts_here && roundtrim_thread_block()->free_calls == f.calls_before)
         roundtrim_count_free(f.bytes);
 }
 
@@ -113,21 +124,21 @@ static inline void after_delete(void *p, struct pending_free f)
 static void *new_block(enum cxx_op i, size_t n)
 {
     void *(*fn)(size_t) = (void *(*)(size_t))op(i);
-    uint64_t before = roundtrim_tls.malloc_calls;
+    uint64_t before = roundtrim_thread_block()->malloc_calls;
     return fn ? counted(fn(n), before) : malloc(n ? n : 1);
 }
 
 static void *new_block_nothrow(enum cxx_op i, size_t n, const void *tag)
 {
     void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))op(i);
-    uint64_t before = roundtrim_tls.malloc_calls;
+    uint64_t before = roundtrim_thread_block()->malloc_calls;
     return fn ? counted(fn(n, tag), before) : malloc(n ? n : 1);
 }
 
 static void *new_aligned(enum cxx_op i, size_t n, size_t align)
 {
     void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))op(i);
-    uint64_t before = roundtrim_tls.malloc_calls;
+    uint64_t before = roundtrim_thread_block()->malloc_calls;
     if (fn)
         return counted(fn(n, align), before);
     void *p = NULL;
@@ -137,7 +148,7 @@ static void *new_aligned(enum cxx_op i, size_t n, size_t align)
 static void *new_aligned_nothrow(enum cxx_op i, size_t n, size_t align, const void *tag)
 {
     void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))op(i);
-    uint64_t before = roundtrim_tls.malloc_calls;
+    uint64_t before = roundtrim_thread_block()->malloc_calls;
     if (fn)
         return counted(fn(n, align, tag), before);
     void *p = NULL;

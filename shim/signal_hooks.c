@@ -4,6 +4,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,20 +16,55 @@
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int);
+typedef handler_fn (*signal_fn)(int, handler_fn);
 
-static sigaction_fn real_sigaction_fn;
+/* libc's functions, looked up once (from the constructor, or at the first call when another
+ * library's constructor comes first): signal() and sigaction() are async-signal-safe, dlsym is
+ * not, so they must never look anything up later. */
+static struct {
+    sigaction_fn sigaction;
+    signal_fn signal, bsd_signal, sysv_signal;
+} real;
+
 static int round_sig; /* 0 until installed */
 
 /* The application's view of the round signal: what it installed, or what was there before us.
- * Two slots, switched by one atomic store, so the handler never reads a half-written action. */
+ * Two slots, switched by one atomic store, so the handler never reads a half-written action;
+ * writers take action_lock with every signal blocked, so a handler never waits on its own
+ * thread. */
 static struct sigaction app_action[2];
 static int app_slot;
+static int action_lock;
 
-static sigaction_fn real_sigaction(void)
+void roundtrim_signal_hooks_resolve(void)
 {
-    if (!real_sigaction_fn)
-        real_sigaction_fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-    return real_sigaction_fn;
+    if (__atomic_load_n(&real.sigaction, __ATOMIC_ACQUIRE))
+        return;
+    real.signal = (signal_fn)dlsym(RTLD_NEXT, "signal");
+    real.bsd_signal = (signal_fn)dlsym(RTLD_NEXT, "bsd_signal");
+    real.sysv_signal = (signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
+    __atomic_store_n(&real.sigaction, (sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
+                     __ATOMIC_RELEASE);
+}
+
+static void lock_actions(sigset_t *saved)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, saved);
+    while (__atomic_exchange_n(&action_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void unlock_actions(const sigset_t *saved)
+{
+    __atomic_store_n(&action_lock, 0, __ATOMIC_RELEASE);
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+static const struct sigaction *current_app_action(void)
+{
+    return &app_action[__atomic_load_n(&app_slot, __ATOMIC_ACQUIRE)];
 }
 
 static void set_app_action(const struct sigaction *act)
@@ -37,30 +74,32 @@ static void set_app_action(const struct sigaction *act)
     __atomic_store_n(&app_slot, next, __ATOMIC_RELEASE);
 }
 
+/* SA_RESETHAND: the application's handler runs once, then its view is the default again. */
+static void reset_app_action(void)
+{
+    sigset_t saved;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    lock_actions(&saved);
+    set_app_action(&dfl);
+    unlock_actions(&saved);
+}
+
 /* Async-signal-safe: an atomic add and a sem_post, then the application's handler. */
 static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
     roundtrim_boundary_from_signal();
-    const struct sigaction *app = &app_action[__atomic_load_n(&app_slot, __ATOMIC_ACQUIRE)];
-    int flags = app->sa_flags;
-    if (flags & SA_SIGINFO) {
-        void (*fn)(int, siginfo_t *, void *) = app->sa_sigaction;
-        if (flags & SA_RESETHAND) {
-            struct sigaction dfl = {.sa_handler = SIG_DFL};
-            set_app_action(&dfl);
-        }
-        if (fn)
-            fn(sig, info, uctx);
-    } else {
-        handler_fn fn = app->sa_handler;
-        if (flags & SA_RESETHAND) {
-            struct sigaction dfl = {.sa_handler = SIG_DFL};
-            set_app_action(&dfl);
-        }
+    struct sigaction app = *current_app_action();
+    if (app.sa_flags & SA_RESETHAND)
+        reset_app_action();
+    if (app.sa_flags & SA_SIGINFO) {
+        if (app.sa_sigaction)
+            app.sa_sigaction(sig, info, uctx);
+    } else if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
         /* SIG_DFL for a round signal would end the process: marking rounds is its job now. */
-        if (fn != SIG_DFL && fn != SIG_IGN)
-            fn(sig);
+        app.sa_handler(sig);
     }
     errno = saved_errno;
 }
@@ -72,7 +111,7 @@ static int install_ours(const struct sigaction *app)
     /* An ignored signal stays ignored, in the kernel too: that is what a program exec'd from
      * here inherits, and a program that ignores the round signal does not want it acted on. */
     if (!(app->sa_flags & SA_SIGINFO) && app->sa_handler == SIG_IGN)
-        return real_sigaction()(round_sig, app, NULL);
+        return real.sigaction(round_sig, app, NULL);
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = round_signal_handler;
@@ -82,35 +121,41 @@ static int install_ours(const struct sigaction *app)
     int keep =
         app_has_handler ? (app->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER)) : SA_RESTART;
     ours.sa_flags = SA_SIGINFO | keep;
-    return real_sigaction()(round_sig, &ours, NULL);
+    return real.sigaction(round_sig, &ours, NULL);
 }
 
 void roundtrim_signal_source_install(int sig)
 {
-    sigaction_fn real = real_sigaction();
+    roundtrim_signal_hooks_resolve();
     struct sigaction before;
-    if (!real || real(sig, NULL, &before) != 0)
+    if (!real.sigaction || real.sigaction(sig, NULL, &before) != 0)
         return;
+    sigset_t saved;
+    lock_actions(&saved);
     set_app_action(&before);
     round_sig = sig;
     if (install_ours(&before) != 0)
         round_sig = 0;
+    unlock_actions(&saved);
 }
 
 ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    sigaction_fn real = real_sigaction();
-    if (!real) {
+    roundtrim_signal_hooks_resolve();
+    if (!real.sigaction) {
         errno = ENOSYS;
         return -1;
     }
     if (sig != round_sig || round_sig == 0)
-        return real(sig, act, old);
-    struct sigaction previous = app_action[__atomic_load_n(&app_slot, __ATOMIC_ACQUIRE)];
+        return real.sigaction(sig, act, old);
+    sigset_t saved;
+    lock_actions(&saved);
+    struct sigaction previous = *current_app_action();
     if (act) {
         set_app_action(act);
         install_ours(act);
     }
+    unlock_actions(&saved);
     if (old)
         *old = previous;
     return 0;
@@ -132,33 +177,35 @@ static handler_fn install_simple(int sig, handler_fn handler, int flags)
 }
 
 /* Signals other than ours go to libc's own function, which knows about siginterrupt(). */
-static handler_fn forward_simple(const char *name, int sig, handler_fn handler)
+static handler_fn forward_simple(signal_fn fn, int sig, handler_fn handler)
 {
-    handler_fn (*real)(int, handler_fn) = (handler_fn(*)(int, handler_fn))dlsym(RTLD_NEXT, name);
-    if (!real) {
+    if (!fn) {
         errno = ENOSYS;
         return SIG_ERR;
     }
-    return real(sig, handler);
+    return fn(sig, handler);
 }
 
 ROUNDTRIM_EXPORT handler_fn signal(int sig, handler_fn handler)
 {
+    roundtrim_signal_hooks_resolve();
     if (sig != round_sig || round_sig == 0)
-        return forward_simple("signal", sig, handler);
+        return forward_simple(real.signal, sig, handler);
     return install_simple(sig, handler, SA_RESTART);
 }
 
 ROUNDTRIM_EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
 {
+    roundtrim_signal_hooks_resolve();
     if (sig != round_sig || round_sig == 0)
-        return forward_simple("bsd_signal", sig, handler);
+        return forward_simple(real.bsd_signal, sig, handler);
     return install_simple(sig, handler, SA_RESTART);
 }
 
 ROUNDTRIM_EXPORT handler_fn sysv_signal(int sig, handler_fn handler)
 {
+    roundtrim_signal_hooks_resolve();
     if (sig != round_sig || round_sig == 0)
-        return forward_simple("sysv_signal", sig, handler);
+        return forward_simple(real.sysv_signal, sig, handler);
     return install_simple(sig, handler, SA_RESETHAND | SA_NODEFER);
 }

@@ -277,7 +277,7 @@ def test_gcc_and_git_work_under_the_shim(run_shim, tmp_path):
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 @pytest.mark.parametrize("argv,env", [
     (["signal_chain", "3", "sigaction"], {"ROUNDTRIM_PROM_FILE": "{tmp}/m.prom"}),
-    ([PYTHON, "-c", "import json; [json.dumps([i]) for i in range(3)]"],
+    ([PYTHON, "-c", "import json, time; [json.dumps([i]) for i in range(3)]; time.sleep(2)"],
      {"ROUNDTRIM_PY_HOOK": "json:dumps"}),
 ], ids=["c-signals-metrics", "python-hook-gc"])
 def test_valgrind_finds_no_error_in_the_round_pipeline(run_shim, tmp_path, argv, env):
@@ -310,3 +310,21 @@ def test_cxx_new_and_delete_are_counted_once(run_shim, allocator):
     exception_bytes = got["malloc_bytes"] - want["malloc_bytes"]
     assert 0 < exception_bytes < 1024
     assert got["free_bytes"] - want["free_bytes"] == exception_bytes
+
+
+def test_cxx_program_with_its_own_allocator_is_left_alone(run_shim):
+    for disable in ("0", "1"):
+        res = run_shim([prog("own_allocator")], env={"ROUNDTRIM_DISABLE": disable}, log=False)
+        assert (res.returncode, res.stdout) == (0, "ok\n"), res.stderr
+
+
+def test_thread_registering_after_its_exit_hooks_breaks_nothing(run_shim):
+    res = run_shim([prog("late_thread_exit")], timeout=60)
+    assert res.returncode == 0 and res.stdout == "survived\n", res.stderr
+    assert len(res.rounds) == 2
+
+
+def test_signal_called_in_a_handler_keeps_a_pending_dlerror(run_shim):
+    bare = run_shim([prog("signal_rearm")], preload=False, log=False)
+    shim = run_shim([prog("signal_rearm")], log=False)
+    assert bare.stdout == shim.stdout == "found=0 error=kept\n"
