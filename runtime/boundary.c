@@ -4,6 +4,7 @@
 #include "runtime/round.h"
 #include "runtime/state.h"
 #include "runtime/worker.h"
+#include "shim/next_alloc.h"
 
 static const char *const source_names[ROUNDTRIM_SRC_COUNT] = {
     [ROUNDTRIM_SRC_SIGNAL] = "signal",     [ROUNDTRIM_SRC_CALL] = "call",
@@ -30,8 +31,10 @@ void roundtrim_boundary_from_signal(void)
     roundtrim_round_add_pending(ROUNDTRIM_SRC_SIGNAL);
     if (roundtrim_worker_running())
         roundtrim_worker_wake();
-    else
+    else {
         __atomic_store_n(&roundtrim_worker_start_wanted, 1, __ATOMIC_SEQ_CST);
+        roundtrim_fast_path_suspend(); /* the next malloc or free takes the slow path */
+    }
 }
 
 ROUNDTRIM_EXPORT void roundtrim_round_end(void)

@@ -12,6 +12,7 @@
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/thread_spawn.h"
+#include "shim/next_alloc.h"
 
 int roundtrim_worker_start_wanted;
 
@@ -107,6 +108,7 @@ void roundtrim_worker_start_from_app(void)
     if (__atomic_exchange_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST) &&
         roundtrim_worker_ensure())
         roundtrim_worker_wake();
+    roundtrim_fast_path_resume();
     errno = saved_errno;
 }
 
@@ -115,6 +117,7 @@ void roundtrim_worker_fork_child(void)
     /* Threads do not survive fork: the child starts its own worker when it needs one. */
     __atomic_store_n(&worker_state, WORKER_NONE, __ATOMIC_SEQ_CST);
     __atomic_store_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST);
+    roundtrim_fast_path_resume();
     on_worker = false;
     sem_init(&wake, 0, 0);
 }

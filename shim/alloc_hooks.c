@@ -20,20 +20,72 @@ static inline void count_new_block(void *p)
         roundtrim_count_alloc(roundtrim_usable_size(p));
 }
 
-ROUNDTRIM_EXPORT void *malloc(size_t n)
+/* The fast paths below handle the common case inline (a glibc block, a thread already counted,
+ * nothing pending) and leave everything else to these, so that they need no stack frame. */
+__attribute__((noinline, cold)) static void *malloc_slow(void *p)
 {
-    void *p = roundtrim_next.malloc(n);
     count_new_block(p);
     roundtrim_worker_poll();
     return p;
 }
 
-ROUNDTRIM_EXPORT void free(void *p)
+__attribute__((noinline, cold)) static void free_slow(void *p)
 {
-    if (unlikely(p == NULL) || unlikely(roundtrim_bootstrap_owns(p)))
+    roundtrim_worker_poll();
+    if (p == NULL || roundtrim_bootstrap_owns(p))
         return;
     roundtrim_count_free(roundtrim_usable_size(p));
     roundtrim_next.free(p);
+}
+
+/* Another allocator than glibc: its malloc_usable_size gives the size (a call, so kept out of
+ * the glibc path, which then needs no stack frame). */
+__attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_thread_counters *c)
+{
+    c->malloc_calls++;
+    c->malloc_bytes += roundtrim_next.malloc_usable_size(p);
+    return p;
+}
+
+__attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
+{
+    c->free_calls++;
+    c->free_bytes += roundtrim_next.malloc_usable_size(p);
+    roundtrim_next.free(p);
+}
+
+ROUNDTRIM_EXPORT void *malloc(size_t n)
+{
+    void *p = roundtrim_next.malloc(n);
+    struct roundtrim_thread_counters *c = roundtrim_tls_block;
+    if (likely(p != NULL && c != NULL)) {
+        if (likely(roundtrim_fast_glibc)) {
+            c->malloc_calls++;
+            c->malloc_bytes += roundtrim_glibc_header_usable_size(p);
+            return p;
+        }
+        if (roundtrim_fast_other)
+            return malloc_other(p, c);
+    }
+    return malloc_slow(p);
+}
+
+ROUNDTRIM_EXPORT void free(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_block;
+    if (likely(p != NULL && c != NULL && !roundtrim_bootstrap_owns(p))) {
+        if (likely(roundtrim_fast_glibc)) {
+            c->free_calls++;
+            c->free_bytes += roundtrim_glibc_header_usable_size(p);
+            roundtrim_next.free(p);
+            return;
+        }
+        if (roundtrim_fast_other) {
+            free_other(p, c);
+            return;
+        }
+    }
+    free_slow(p);
 }
 
 ROUNDTRIM_EXPORT void free_sized(void *p, size_t size)

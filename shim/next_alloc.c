@@ -18,7 +18,9 @@ struct roundtrim_next_alloc roundtrim_next = {
     boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_usable_size,
 };
 
-bool roundtrim_usable_from_glibc_header;
+bool roundtrim_glibc_sizes;
+bool roundtrim_fast_glibc;
+bool roundtrim_fast_other;
 
 char roundtrim_bootstrap_pool[ROUNDTRIM_BOOTSTRAP_POOL_BYTES] __attribute__((aligned(64)));
 static size_t pool_used; /* bump pointer, advanced atomically */
@@ -125,7 +127,8 @@ void roundtrim_next_alloc_resolve(void)
         __atomic_store_n(&roundtrim_next.realloc, n.realloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.calloc, n.calloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.malloc, n.malloc, __ATOMIC_RELEASE);
-        roundtrim_usable_from_glibc_header = glibc_header_layout_holds(&n);
+        roundtrim_glibc_sizes = glibc_header_layout_holds(&n);
+        roundtrim_fast_path_resume();
     }
     resolving_here = false;
     __atomic_store_n(&resolve_state, RESOLVED, __ATOMIC_RELEASE);

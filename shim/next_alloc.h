@@ -20,19 +20,39 @@ struct roundtrim_next_alloc {
 };
 
 /* Until resolution finishes these point at the bootstrap pool's functions. */
-extern struct roundtrim_next_alloc roundtrim_next;
+extern struct roundtrim_next_alloc roundtrim_next __attribute__((visibility("hidden")));
 
 /* How the fast path learns a block's usable size. glibc keeps it in the chunk header just
  * before the block, and reading it there costs a few instructions instead of a call; the layout
- * is checked against glibc's own malloc_usable_size once at start. */
-extern bool roundtrim_usable_from_glibc_header;
+ * is checked against glibc's own malloc_usable_size once at start (roundtrim_glibc_sizes).
+ * Other allocators are asked through their malloc_usable_size. The fast path tests one of two
+ * flags for this; both are off while something waits for the slow path to run (a worker start
+ * asked for by a signal handler). */
+extern bool roundtrim_glibc_sizes __attribute__((visibility("hidden")));
+extern bool roundtrim_fast_glibc __attribute__((visibility("hidden")));
+extern bool roundtrim_fast_other __attribute__((visibility("hidden")));
+
+/* Sends every call through the slow path until resumed (async-signal-safe). */
+static inline void roundtrim_fast_path_suspend(void)
+{
+    __atomic_store_n(&roundtrim_fast_glibc, false, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_other, false, __ATOMIC_SEQ_CST);
+}
+
+static inline void roundtrim_fast_path_resume(void)
+{
+    bool glibc = __atomic_load_n(&roundtrim_glibc_sizes, __ATOMIC_RELAXED);
+    __atomic_store_n(&roundtrim_fast_glibc, glibc, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_other, !glibc, __ATOMIC_SEQ_CST);
+}
 
 /* Looks up the next allocator (idempotent; thread-safe). */
 void roundtrim_next_alloc_resolve(void);
 
 /* The static pool: blocks handed out while dlsym was looking up the allocator. */
 #define ROUNDTRIM_BOOTSTRAP_POOL_BYTES (256 * 1024)
-extern char roundtrim_bootstrap_pool[ROUNDTRIM_BOOTSTRAP_POOL_BYTES];
+extern char roundtrim_bootstrap_pool[ROUNDTRIM_BOOTSTRAP_POOL_BYTES]
+    __attribute__((visibility("hidden")));
 
 static inline bool roundtrim_bootstrap_owns(const void *p)
 {
@@ -44,16 +64,15 @@ size_t roundtrim_bootstrap_usable_size(const void *p);
 static inline size_t roundtrim_glibc_header_usable_size(const void *p)
 {
     size_t header = ((const size_t *)p)[-1];
-    size_t chunk = header & ~(size_t)7;
     /* bit 1 (IS_MMAPPED): the chunk has a whole header of its own; otherwise the next chunk's
-     * prev_size word is part of this block. */
-    return chunk - ((header & 2) ? 2 * sizeof(size_t) : sizeof(size_t));
+     * prev_size word is part of this block. (header & 2) * 4 is that extra word, branch-free. */
+    return (header & ~(size_t)7) - sizeof(size_t) - (header & 2) * (sizeof(size_t) / 2);
 }
 
 /* Usable size of a block the next allocator handed out (never called with NULL). */
 static inline size_t roundtrim_usable_size(void *p)
 {
-    if (__builtin_expect(roundtrim_usable_from_glibc_header, 1))
+    if (__builtin_expect(roundtrim_glibc_sizes, 1))
         return roundtrim_glibc_header_usable_size(p);
     return roundtrim_next.malloc_usable_size(p);
 }
