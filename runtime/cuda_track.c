@@ -272,6 +272,11 @@ bool roundtrim_cuda_pool_forget(uintptr_t pool, int *device, bool *host)
     return true;
 }
 
+bool roundtrim_cuda_capture_active(void)
+{
+    return atomic_load(&captures) > 0;
+}
+
 void roundtrim_cuda_capture_change(int delta)
 {
     if (delta > 0) {
@@ -330,7 +335,15 @@ static bool primary_enter(const struct driver *d, int dev)
         return false;
     if (d->primary_retain(&ctx, dev) != CUDA_SUCCESS)
         return false;
-    if (!ctx || d->ctx_set_current(ctx) != CUDA_SUCCESS) {
+    /* Checked again with our reference held, and given back at once on any doubt (the driver
+     * going away at exit answers with an error here). What this cannot see: the program
+     * dropping its last reference between the check above and our retain. Our retain then
+     * re-creates the context, and our own reference makes it read active; it lives until
+     * primary_leave releases it, a few driver calls later. Only a program tearing CUDA down
+     * while a round is recorded meets that window; closing it would need the program's own
+     * retains and releases counted in the hooks. */
+    if (!ctx || d->primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+        d->ctx_set_current(ctx) != CUDA_SUCCESS) {
         d->primary_release(dev);
         return false;
     }
@@ -418,14 +431,21 @@ bool roundtrim_cuda_pinned_take(struct roundtrim_cuda_pinned *out)
     return true;
 }
 
-/* Trims one pool to zero; adds what its reserve shrank by. */
+/* Capture errors (900..908): a synchronize refused because a capture runs. */
+static bool capture_error(CUresult rc)
+{
+    return rc >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+           rc <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+}
+
+/* Trims one pool to zero; adds what its reserve shrank by. Not when a capture has begun. */
 static bool trim_one(const struct driver *d, CUmemoryPool pool, uint64_t *released)
 {
     cuuint64_t before = 0, after = 0;
     bool have_before =
         d->pool_get_attr &&
         d->pool_get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &before) == CUDA_SUCCESS;
-    if (d->pool_trim(pool, 0) != CUDA_SUCCESS)
+    if (roundtrim_cuda_capture_active() || d->pool_trim(pool, 0) != CUDA_SUCCESS)
         return false;
     if (have_before &&
         d->pool_get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &after) == CUDA_SUCCESS &&
@@ -464,30 +484,37 @@ bool roundtrim_cuda_pool_trim(uint64_t *released_bytes)
     struct driver d;
     *released_bytes = 0;
     /* A synchronize during a capture would invalidate the program's graph. */
-    if (!atomic_load(&seen) || atomic_load(&captures) > 0)
+    if (!atomic_load(&seen) || roundtrim_cuda_capture_active())
         return false;
     if (!driver_get(&d) || !d.pool_trim)
         return false;
     CUcontext saved = current_context(&d);
     uint64_t mask = atomic_load(&devices_used);
-    bool any = false;
-    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+    bool any = false, stop = false;
+    /* Another thread may begin a capture at any moment: checked again right before every
+     * synchronize and every trim, and once one has begun the rest waits for a later round. What
+     * remains is the window inside the driver hooks themselves, between the driver starting a
+     * capture and the hook counting it. */
+    for (int dev = 0; dev < MAX_DEVICES && !stop; dev++) {
         if (!(mask & (1ull << dev)))
             continue;
         /* Synchronize first: frees still queued on a stream count as used and stay. */
         bool entered = primary_enter(&d, dev);
-        if (entered && d.ctx_synchronize)
-            d.ctx_synchronize();
+        stop = roundtrim_cuda_capture_active();
+        if (!stop && entered && d.ctx_synchronize)
+            stop = capture_error(d.ctx_synchronize());
         CUmemoryPool pool = NULL;
-        if (d.default_pool && d.default_pool(&pool, dev) == CUDA_SUCCESS && pool)
+        if (!stop && d.default_pool && d.default_pool(&pool, dev) == CUDA_SUCCESS && pool)
             any |= trim_one(&d, pool, released_bytes);
         if (entered)
             primary_leave(&d, dev, saved);
+        stop = stop || roundtrim_cuda_capture_active();
     }
     CUmemoryPool pool;
-    for (int at = 0; created_pool_next(&at, &pool); at++) {
+    for (int at = 0; !stop && created_pool_next(&at, &pool); at++) {
         any |= trim_one(&d, pool, released_bytes);
         created_pool_done(at);
+        stop = roundtrim_cuda_capture_active();
     }
     return any;
 }

@@ -14,6 +14,10 @@ bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out);
 /* Trims every stream-ordered pool the process used to zero. Returns false when there was none. */
 bool roundtrim_cuda_pool_trim(uint64_t *released_bytes);
 
+/* Whether a stream capture is active anywhere in the process (counted by the driver hooks): no
+ * device synchronize, pool trim or torch.cuda.empty_cache() may run then. */
+bool roundtrim_cuda_capture_active(void);
+
 /* Forgets the parent's state in a fork child. */
 void roundtrim_cuda_fork_child(void);
 

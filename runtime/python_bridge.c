@@ -3,9 +3,12 @@
  * (runtime/python_hook.h). */
 #include "runtime/python_bridge.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "runtime/clock.h"
+#include "runtime/cuda_track.h"
 #include "runtime/python_api.h"
 #include "runtime/python_gil.h"
 #include "runtime/python_hook.h"
@@ -15,11 +18,24 @@
 /* How long the worker waits for the GIL (the main thread may sit in C code that keeps it), and
  * then for the job. Past either bound the step is skipped for this round. */
 #define GIL_WAIT_MS 2000
-#define GC_WAIT_MS  60000
+#define JOB_WAIT_MS 60000
 
-struct gc_job {
-    uint64_t collected, us;
-};
+/* ROUNDTRIM_PY_JOB_WAIT_MS: a test and tuning knob, not a documented setting. It replaces
+ * JOB_WAIT_MS (1 ms to 1 hour), so that the tests can outlast the wait with a slow finalizer.
+ * Read once, in the constructor. */
+static unsigned job_wait_ms = JOB_WAIT_MS;
+
+static void job_wait_init(void)
+{
+    const char *v = getenv("ROUNDTRIM_PY_JOB_WAIT_MS");
+    char *end;
+    if (!v || !*v)
+        return;
+    errno = 0;
+    unsigned long ms = strtoul(v, &end, 10);
+    if (!errno && !*end && ms >= 1 && ms <= 3600000)
+        job_wait_ms = (unsigned)ms;
+}
 
 /* gc.collect() when gc was disabled: before 3.10 there is no C switch, only the gc module,
  * which the program imported itself to disable gc. Borrowed module, no import. */
@@ -37,9 +53,8 @@ static py_ssize collect_disabled_pre310(void)
     return count;
 }
 
-static const char *gc_job_run(void *arg)
+static const char *gc_job_run(struct roundtrim_py_result *out)
 {
-    struct gc_job *job = arg;
     /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
      * programs that turn automatic gc off are the ones with most cyclic garbage. The switch is
      * flipped and restored under the GIL, so no Python thread sees it outside the collection. */
@@ -52,20 +67,16 @@ static const char *gc_job_run(void *arg)
         py_ssize more = collect_disabled_pre310(); /* -1: no gc module, gc was on after all */
         n = more > 0 ? more : n;
     }
-    job->us = roundtrim_now_us() - t0;
+    out->us = roundtrim_now_us() - t0;
     if (off)
         P.GC_Disable();
     if (P.Err_Occurred())
         P.Err_Clear();
     if (n < 0)
         return "failed";
-    job->collected = (uint64_t)n;
+    out->count = (uint64_t)n;
     return NULL;
 }
-
-struct torch_job {
-    uint64_t us;
-};
 
 /* Calls torch.cuda.<name>() when the program has imported torch.cuda; new reference or NULL. */
 static py_object *call_torch_cuda(py_object *cuda, const char *name)
@@ -77,9 +88,8 @@ static py_object *call_torch_cuda(py_object *cuda, const char *name)
     return r;
 }
 
-static const char *torch_job_run(void *arg)
+static const char *torch_job_run(struct roundtrim_py_result *out)
 {
-    struct torch_job *job = arg;
     py_object *modules = P.Sys_GetObject("modules");
     /* Read only: the program's own modules, never an import. */
     py_object *torch = modules ? P.Dict_GetItemString(modules, "torch") : NULL;
@@ -96,9 +106,15 @@ static const char *torch_job_run(void *arg)
         P.Err_Clear();
         return on == 0 ? "cuda_not_initialized" : "failed";
     }
+    /* empty_cache synchronizes the device, which invalidates a graph capture in progress on
+     * any stream. Checked again here, right before the call: the helper may have waited for the
+     * GIL since the worker checked. PyTorch's own is_current_stream_capturing() sees only its
+     * current stream; the driver hooks count every capture in the process. */
+    if (roundtrim_cuda_capture_active())
+        return "cuda_capture";
     uint64_t t0 = roundtrim_now_us();
     py_object *r = call_torch_cuda(cuda, "empty_cache");
-    job->us = roundtrim_now_us() - t0;
+    out->us = roundtrim_now_us() - t0;
     if (!r) {
         P.Err_Clear();
         return "failed";
@@ -114,24 +130,29 @@ bool roundtrim_python_present(void)
 
 bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
-    struct gc_job job = {0, 0};
+    struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return false;
-    if (!roundtrim_py_with_gil(gc_job_run, &job, GIL_WAIT_MS, GC_WAIT_MS))
+    if (!roundtrim_py_with_gil(gc_job_run, &res, GIL_WAIT_MS, job_wait_ms))
         return false;
-    *collected = job.collected;
-    *us = job.us;
+    *collected = res.count;
+    *us = res.us;
     return true;
 }
 
 bool roundtrim_python_torch_empty_cache(uint64_t *us)
 {
-    struct torch_job job = {0};
+    struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return false;
-    if (!roundtrim_py_with_gil(torch_job_run, &job, GIL_WAIT_MS, GC_WAIT_MS))
+    /* Not even queued during a capture: no wait for the GIL for nothing. */
+    if (roundtrim_cuda_capture_active()) {
+        roundtrim_python_set_skip_reason("cuda_capture");
         return false;
-    *us = job.us;
+    }
+    if (!roundtrim_py_with_gil(torch_job_run, &res, GIL_WAIT_MS, job_wait_ms))
+        return false;
+    *us = res.us;
     return true;
 }
 
@@ -142,11 +163,15 @@ static void fork_child(void)
 
 void roundtrim_python_init(const char *hook_spec)
 {
+    job_wait_init();
+    /* Registered whatever the process is: a program may load libpython after this constructor,
+     * and its fork child must not inherit the parent's helper state (a job in flight would read
+     * "busy" there for good). The handler is cheap. */
+    pthread_atfork(NULL, NULL, fork_child);
     /* Not Python (yet): nothing to hook; gc looks again at each cleanup, for programs that load
      * libpython later. Warnings about the spec are only for Python processes: shells and
      * launchers inherit the variable too. */
     if (!roundtrim_py_resolve())
         return;
-    pthread_atfork(NULL, NULL, fork_child);
     roundtrim_py_hooks_init(hook_spec);
 }

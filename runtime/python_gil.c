@@ -11,7 +11,9 @@
 /* One request at a time. States move: IDLE -> QUEUED (caller) -> HAS_GIL (helper) -> DONE
  * (helper) -> IDLE (caller). A caller that gives up while QUEUED marks it ABANDONED; the helper
  * then releases the GIL at once without running the job. A caller that gives up on HAS_GIL
- * leaves the job running; the helper sets IDLE when it ends. */
+ * marks it RUNNING_ORPHAN and leaves the job running; the helper sets IDLE when it ends, and
+ * the job's results are dropped. Nothing is queued until the state is IDLE again, so at most one
+ * job ever runs and only the helper writes `result` while one does. */
 enum req_state { IDLE, QUEUED, HAS_GIL, DONE, ABANDONED, RUNNING_ORPHAN };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -21,13 +23,18 @@ static bool conds_ready;
 static bool helper_started;
 static enum req_state state = IDLE;
 static roundtrim_py_job cur_job;
-static void *cur_arg;
+static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
 static const char *cur_why;
 static const char *skip_reason;
 
 const char *roundtrim_python_skip_reason(void)
 {
     return skip_reason;
+}
+
+void roundtrim_python_set_skip_reason(const char *why)
+{
+    skip_reason = why;
 }
 
 static void init_conds(void)
@@ -75,10 +82,11 @@ static void serve_one(void)
         return;
     }
     state = HAS_GIL;
+    result = (struct roundtrim_py_result){0, 0};
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
     /* Checked again under the GIL: finalization may have begun while we waited. */
-    const char *why = roundtrim_py_running() ? cur_job(cur_arg) : "finalizing";
+    const char *why = roundtrim_py_running() ? cur_job(&result) : "finalizing";
     roundtrim_py.GILState_Release(gs);
     pthread_mutex_lock(&lock);
     cur_why = why;
@@ -126,8 +134,8 @@ static bool wait_leave(enum req_state from, unsigned ms)
     return true;
 }
 
-bool roundtrim_py_with_gil(roundtrim_py_job job, void *arg, unsigned gil_wait_ms,
-                           unsigned run_wait_ms)
+bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                           unsigned gil_wait_ms, unsigned run_wait_ms)
 {
     if (!roundtrim_py.found || !roundtrim_py.IsInitialized()) {
         skip_reason = "no_python";
@@ -155,7 +163,6 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, void *arg, unsigned gil_wait_ms
         return false;
     }
     cur_job = job;
-    cur_arg = arg;
     cur_why = NULL;
     state = QUEUED;
     pthread_cond_signal(&to_helper);
@@ -167,7 +174,10 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, void *arg, unsigned gil_wait_ms
         state = RUNNING_ORPHAN;
         why = "job_timeout";
     } else {
+        /* DONE: the helper has finished writing `result` (it set DONE under this lock). */
         why = cur_why;
+        if (!why)
+            *out = result;
         state = IDLE;
     }
     bool ok = !why;

@@ -10,19 +10,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Runs with the GIL held, in the main interpreter. Returns NULL when it did its job, or a stable
- * name saying why not. */
-typedef const char *(*roundtrim_py_job)(void *arg);
+/* What a job reports. The job writes into storage that python_gil.c owns, never the caller's:
+ * a job may outlive the caller's wait (and the caller's stack frame). */
+struct roundtrim_py_result {
+    uint64_t count, us;
+};
+
+/* Runs with the GIL held, in the main interpreter; fills *out (zeroed beforehand). Returns NULL
+ * when it did its job, or a stable name saying why not. */
+typedef const char *(*roundtrim_py_job)(struct roundtrim_py_result *out);
 
 /* Why the last job did not run (stable names, NULL when it ran): "no_python", "finalizing",
  * "caller_holds_gil", "busy", "gil_timeout", "job_timeout", "thread_failed", or the job's own. */
 const char *roundtrim_python_skip_reason(void);
 
-/* Runs job(arg) on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and
- * then at most run_wait_ms for the job. False (see roundtrim_python_skip_reason) when it did
- * not run or failed; a job abandoned before it got the GIL never runs. */
-bool roundtrim_py_with_gil(roundtrim_py_job job, void *arg, unsigned gil_wait_ms,
-                           unsigned run_wait_ms);
+/* Sets the skip reason for a step that decided not to queue its job at all. */
+void roundtrim_python_set_skip_reason(const char *why);
+
+/* Runs job on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and then
+ * at most run_wait_ms for the job. True, with the job's results copied to *out, when it ran in
+ * time and succeeded; false (see roundtrim_python_skip_reason) otherwise. A job abandoned before
+ * it got the GIL never runs; one still running past run_wait_ms finishes on its own, its results
+ * are dropped, and every call is refused ("busy") until it has ended. */
+bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                           unsigned gil_wait_ms, unsigned run_wait_ms);
 
 /* In a fork child: the helper thread is gone; forget it. */
 void roundtrim_py_gil_fork_child(void);

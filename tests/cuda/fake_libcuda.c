@@ -11,6 +11,12 @@
  *   FAKECUDA_TOTAL_MEM=bytes     memory per device (default 16 GiB)
  *   FAKECUDA_FAIL_ALLOC_OVER=b   device allocations larger than b fail with OUT_OF_MEMORY (2)
  *   FAKECUDA_REPORT=1            at exit, print "fakecuda: init=... primary_retain=..." to stderr
+ *
+ * Test-only entry points (not the driver's; programs reach them with dlsym on the driver handle):
+ *   fakecudaTestStat(name)              a counter of the report ("sync", "trim", ...)
+ *   fakecudaTestOnCall(entry, skip, cb) runs cb once, before the (skip+1)-th later call of
+ *                                       entry ("retain", "sync"), so that a test can make
+ *                                       something happen between two driver calls of roundtrim
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -67,7 +73,7 @@ static int ndev = 1;
 static uint64_t total_mem = 16ull << 30;
 static uint64_t fail_over = UINT64_MAX;
 static int captures;
-static unsigned long stat_init, stat_retain, stat_ctx_create, stat_trim;
+static unsigned long stat_init, stat_retain, stat_activate, stat_ctx_create, stat_trim, stat_sync;
 static __thread struct context *current;
 
 /* ---- setup ---- */
@@ -78,10 +84,67 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
     return v && *v ? strtoull(v, NULL, 0) : dflt;
 }
 
+static unsigned long stat(unsigned long *counter)
+{
+    return __atomic_load_n(counter, __ATOMIC_RELAXED);
+}
+
 static void report(void)
 {
-    fprintf(stderr, "fakecuda: init=%lu primary_retain=%lu ctx_create=%lu trim=%lu\n", stat_init,
-            stat_retain, stat_ctx_create, stat_trim);
+    fprintf(stderr,
+            "fakecuda: init=%lu primary_retain=%lu primary_activate=%lu ctx_create=%lu trim=%lu "
+            "sync=%lu\n",
+            stat(&stat_init), stat(&stat_retain), stat(&stat_activate), stat(&stat_ctx_create),
+            stat(&stat_trim), stat(&stat_sync));
+}
+
+EXPORT unsigned long fakecudaTestStat(const char *name)
+{
+    static const struct {
+        const char *name;
+        unsigned long *counter;
+    } stats[] = {{"init", &stat_init},
+                 {"primary_retain", &stat_retain},
+                 {"primary_activate", &stat_activate},
+                 {"ctx_create", &stat_ctx_create},
+                 {"trim", &stat_trim},
+                 {"sync", &stat_sync}};
+    for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++)
+        if (strcmp(stats[i].name, name) == 0)
+            return stat(stats[i].counter);
+    return (unsigned long)-1;
+}
+
+/* The armed test callback (fakecudaTestOnCall); guarded by `lock`. */
+static const char *hook_entry;
+static unsigned hook_skip;
+static void (*hook_cb)(void);
+
+EXPORT void fakecudaTestOnCall(const char *entry, unsigned skip, void (*cb)(void))
+{
+    pthread_mutex_lock(&lock);
+    hook_entry = entry;
+    hook_skip = skip;
+    hook_cb = cb;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Called first thing by the entry points a test may stop at; runs the callback unlocked. */
+static void test_hook(const char *entry)
+{
+    void (*cb)(void) = NULL;
+    pthread_mutex_lock(&lock);
+    if (hook_cb && strcmp(hook_entry, entry) == 0) {
+        if (hook_skip) {
+            hook_skip--;
+        } else {
+            cb = hook_cb;
+            hook_cb = NULL;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (cb)
+        cb();
 }
 
 __attribute__((constructor)) static void fake_setup(void)
@@ -177,7 +240,7 @@ static CUresult block_free(uint64_t key, enum block_kind kind)
 
 EXPORT CUresult cuInit(unsigned int flags)
 {
-    stat_init++;
+    __atomic_fetch_add(&stat_init, 1, __ATOMIC_RELAXED);
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
     initialised = true;
@@ -212,12 +275,14 @@ EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
+    test_hook("retain");
     if (!initialised)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dev < 0 || dev >= ndev)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    primary_refs[dev]++;
+    if (primary_refs[dev]++ == 0)
+        stat_activate++; /* the real driver creates the context here */
     stat_retain++;
     pthread_mutex_unlock(&lock);
     *pctx = (CUcontext)&primary[dev];
@@ -310,6 +375,8 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
 
 EXPORT CUresult cuCtxSynchronize(void)
 {
+    test_hook("sync");
+    __atomic_fetch_add(&stat_sync, 1, __ATOMIC_RELAXED);
     return need_ctx();
 }
 
@@ -477,7 +544,7 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool h)
 EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t keep)
 {
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
-    stat_trim++;
+    __atomic_fetch_add(&stat_trim, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&lock);
     struct pool *p = pool_of(h);
     if (captures > 0) {

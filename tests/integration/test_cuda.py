@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, LIB, prog
+from conftest import BUILD, LIB, PYTHON, prog
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKECUDA = BUILD / "fakecuda"
@@ -279,3 +279,64 @@ def test_wrappers_match_cuda_h():
          f"-I{CUDA_H.parent}", "shim/cuda_hooks.c"],
         cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+# ---- stream capture begun while a round is recorded -------------------------------------------
+
+
+def after_counts(stdout):
+    """{round: {"sync": n, "trim": n}}: the stand-in driver's counts once each round was logged."""
+    return per_round(stdout, "after")
+
+
+@pytest.mark.parametrize("entry,skip", [
+    ("retain", 0),  # at the mem info's retain: before the trim's first check
+    ("retain", 1),  # at the trim's own retain: after its first check, before the synchronize
+    ("sync", 0),    # inside the synchronize: before the trim
+], ids=["before-trim", "before-sync", "before-pool-trim"])
+def test_capture_begun_by_another_thread_mid_round_stops_sync_and_trim(run_shim, entry, skip):
+    """Another thread of the program begins a graph capture while roundtrim's worker is between
+    two driver calls of the round: from then on no synchronize and no trim reach the driver;
+    the next round, after the capture, trims as usual."""
+    res = run_ok(run_shim, "cuda_getproc", "race", entry, str(skip),
+                 ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    assert facts(res.stdout)["captured_in_round"] == "1"
+    counts = after_counts(res.stdout)
+    want_sync = 1 if entry == "sync" else 0  # the synchronize the capture began in
+    assert counts[1] == {"sync": want_sync, "trim": 0}
+    assert counts[2] == {"sync": want_sync + 1, "trim": 1}
+    reserved = per_round(res.stdout, "reserved")
+    assert reserved[1]["bytes"] == reserved[2]["bytes"] == 6 * MiB
+    assert reserved[3]["bytes"] == 0
+    first, second = res.rounds[:2]
+    assert "cuda_pool_trim" not in first["cleanup"]
+    assert "cuda_pool_trim" in second["cleanup"]
+    assert second["cuda_pool_trim_bytes"] == 6 * MiB
+
+
+def test_released_primary_context_is_not_retained_again(run_shim):
+    """Once the program dropped its primary context, a round neither reads memory info through
+    it nor retains it (which would create it again)."""
+    res = run_ok(run_shim, "cuda_getproc", "released", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+    f = facts(res.stdout)
+    assert f["retains_while_released"] == "0"
+    assert f["activations"] == "1"  # the program's own
+    assert "cuda_free_mem" in res.rounds[0]
+    assert all("cuda_free_mem" not in r for r in res.rounds[1:])
+
+
+def test_torch_empty_cache_skipped_while_a_capture_is_active(run_shim):
+    """A stand-in torch and the stand-in driver: empty_cache runs in rounds without a capture,
+    not while one is active, nor when another thread begins one after the step was queued."""
+    python_dir = ROOT / "tests" / "python"
+    res = run_shim([PYTHON, python_dir / "torch_capture.py"],
+                   env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true"), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout_json() == [{"empty_cache_rounds": [1, 3], "captured": 1}]
+    rounds = res.rounds
+    assert len(rounds) == 4
+    for n in (1, 3):
+        assert rounds[n - 1]["cleanup"][:3] == ["gc", "trim", "torch_empty_cache"]
+    for n in (2, 4):
+        assert "torch_empty_cache" not in rounds[n - 1]["cleanup"]
+        assert "cuda_pool_trim" not in rounds[n - 1]["cleanup"]

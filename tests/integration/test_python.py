@@ -4,7 +4,9 @@ signals, fork and faulthandler that behave exactly as without the shim."""
 
 import json
 import os
+import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -230,3 +232,70 @@ def test_gc_skipped_not_hung_when_main_thread_keeps_the_gil(run_shim):
     assert first["cleanup_us"] < hold_s * 1_000_000
     assert second["cleanup"][:2] == ["gc", "trim"]
     assert elapsed < hold_s + 10
+
+
+# A gc whose finalizer outlives the job wait. ROUNDTRIM_PY_JOB_WAIT_MS is a test knob (the wait is
+# 60 s otherwise).
+SLOW_ENV = {"ROUNDTRIM_GC_ROUNDS": "1", "ROUNDTRIM_PY_JOB_WAIT_MS": "300"}
+
+
+def assert_orphaned_gc_rounds(res):
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert one_json(res) == {"finalized": 1, "gc_enabled": False}
+    assert len(res.rounds) == 3
+    first, second, third = res.rounds
+    # Abandoned while it ran; refused while it still ran; collecting again once it ended.
+    assert first["gc_skipped"] == "job_timeout" and "gc" not in first["cleanup"]
+    assert second["gc_skipped"] == "busy" and "gc" not in second["cleanup"]
+    assert third["cleanup"][:2] == ["gc", "trim"] and "gc_skipped" not in third
+    for r in (first, second):
+        assert "trim" in r["cleanup"] and "gc_collected" not in r and "gc_us" not in r
+
+
+def test_gc_outliving_its_wait_is_left_behind_and_its_results_dropped(run_shim):
+    """The helper finishes an abandoned collection on its own: the worker's rounds go on (no gc
+    figures from the abandoned one), and nothing the finished job writes lands in the worker's
+    long-gone stack frame."""
+    res = run_shim([PYTHON, script("slow_finalizer.py"), "2"], env=SLOW_ENV)
+    assert res.stderr == ""
+    assert_orphaned_gc_rounds(res)
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_gc_outliving_its_wait_under_valgrind(run_shim):
+    """The same under valgrind, which reports a write into another thread's dead stack frame."""
+    env = dict(SLOW_ENV, ROUNDTRIM_PY_JOB_WAIT_MS="1000")
+    res = run_shim(["valgrind", "-q", "--error-exitcode=99", PYTHON, script("slow_finalizer.py"),
+                    "4"], env=env, timeout=300)
+    assert_orphaned_gc_rounds(res)
+
+
+def libpython():
+    """The shared libpython of PYTHON, or None."""
+    code = ("import os, sysconfig; v = sysconfig.get_config_var; "
+            "print(os.path.join(v('LIBDIR') or '', v('INSTSONAME') or ''))")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True)
+    path = out.stdout.strip()
+    return path if out.returncode == 0 and os.path.isfile(path) else None
+
+
+@pytest.mark.skipif(libpython() is None or shutil.which("cc") is None,
+                    reason="needs the shared libpython and a C compiler")
+def test_fork_child_of_a_program_that_loads_python_late(run_shim, tmp_path):
+    """The program becomes Python after roundtrim's constructor (dlopen of libpython), forks
+    while an abandoned gc still runs: the child starts from an idle helper and collects."""
+    exe = tmp_path / "embed_late"
+    cc = subprocess.run(["cc", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O1", "-o", str(exe),
+                         str(script("embed_late.c")), "-ldl"], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    res = run_shim([exe, libpython(), script("fork_orphan.py"), "2"], env=SLOW_ENV)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    assert {"child": True} in res.stdout_json() and {"child_status": 0} in res.stdout_json()
+    parent_pid = res.rounds[0]["pid"]
+    parent = [r for r in res.rounds if r["pid"] == parent_pid]
+    child = [r for r in res.rounds if r["pid"] != parent_pid]
+    assert [r.get("gc_skipped") for r in parent] == ["job_timeout", None]
+    assert len(child) == 2
+    for r in child:
+        assert r["cleanup"][:2] == ["gc", "trim"] and "gc_skipped" not in r

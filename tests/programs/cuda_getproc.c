@@ -4,8 +4,16 @@
  *
  *   cuda_getproc            the shared scenario, plus ABI and pass-through checks
  *   cuda_getproc capture    a cleanup round during an active stream capture must not trim
+ *   cuda_getproc race ENTRY SKIP
+ *                           another thread begins a capture while roundtrim's worker is between
+ *                           two driver calls of a round (the stand-in stops it before the
+ *                           SKIP+1-th call of ENTRY, "retain" or "sync"); prints the driver's
+ *                           synchronize and trim counts after each round
+ *   cuda_getproc released   the program gives up its primary context before a round end
  *   cuda_getproc lookup     only the lookups (no cuInit, no memory call), then two rounds */
 #include "cuda_common.h"
+
+#include <pthread.h>
 
 #define VERSION 12080
 
@@ -113,6 +121,112 @@ static void capture_scenario(const struct cu *cu)
            (unsigned long long)reserved(cu, dflt));
 }
 
+/* The stand-in's test-only entry points (tests/cuda/fake_libcuda.c). */
+static unsigned long (*fake_stat)(const char *);
+static void (*fake_on_call)(const char *, unsigned, void (*)(void));
+
+static void fake_test_api(void *h)
+{
+    fake_stat = (unsigned long (*)(const char *))dlsym(h, "fakecudaTestStat");
+    fake_on_call = (void (*)(const char *, unsigned, void (*)(void)))dlsym(h, "fakecudaTestOnCall");
+    if (!fake_stat || !fake_on_call) {
+        fprintf(stderr, "not the stand-in driver\n");
+        exit(2);
+    }
+}
+
+/* A thread of the program that begins a capture when asked, as a training loop capturing a graph
+ * would, at whatever moment roundtrim's worker happens to be at. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int state; /* 0: waiting, 1: asked, 2: capture begun */
+    const struct cu *cu;
+    CUcontext ctx;
+} race = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL, NULL};
+
+static void *capturer(void *unused)
+{
+    (void)unused;
+    check("cuCtxSetCurrent", race.cu->CtxSetCurrent(race.ctx));
+    pthread_mutex_lock(&race.lock);
+    while (race.state != 1)
+        pthread_cond_wait(&race.cond, &race.lock);
+    pthread_mutex_unlock(&race.lock);
+    check("cuStreamBeginCapture", race.cu->StreamBeginCapture((CUstream)0x20, 0));
+    pthread_mutex_lock(&race.lock);
+    race.state = 2;
+    pthread_cond_broadcast(&race.cond);
+    pthread_mutex_unlock(&race.lock);
+    return NULL;
+}
+
+/* Runs on roundtrim's worker, inside the stand-in driver: returns once the capture has begun. */
+static void begin_capture_elsewhere(void)
+{
+    pthread_mutex_lock(&race.lock);
+    race.state = 1;
+    pthread_cond_broadcast(&race.cond);
+    while (race.state != 2)
+        pthread_cond_wait(&race.cond, &race.lock);
+    pthread_mutex_unlock(&race.lock);
+}
+
+static void print_counts(int round)
+{
+    printf("after round=%d sync=%lu trim=%lu\n", round, fake_stat("sync"), fake_stat("trim"));
+}
+
+/* Round 1: a capture begins on another thread while the worker records the round. Round 2 ends
+ * after the capture: the trim happens. */
+static void race_scenario(const struct cu *cu, const char *entry, unsigned skip)
+{
+    CUmemoryPool dflt;
+    CUdeviceptr x;
+    pthread_t t;
+    race.cu = cu;
+    check("cuDevicePrimaryCtxRetain", cu->DevicePrimaryCtxRetain(&race.ctx, 0));
+    check("cuDeviceGetDefaultMemPool", cu->DeviceGetDefaultMemPool(&dflt, 0));
+    check("cuMemAllocAsync", cu->MemAllocAsync(&x, 5 * MiB, NULL));
+    check("cuMemFreeAsync", cu->MemFreeAsync(x, NULL));
+    if (pthread_create(&t, NULL, capturer, NULL) != 0)
+        exit(3);
+    fake_on_call(entry, skip, begin_capture_elsewhere);
+    printf("reserved round=%d bytes=%llu\n", rounds_done + 1,
+           (unsigned long long)reserved(cu, dflt));
+    round_end();
+    pthread_join(t, NULL);
+    printf("captured_in_round=%d\n", race.state == 2);
+    print_counts(1);
+    CUgraph g;
+    check("cuStreamEndCapture", cu->StreamEndCapture((CUstream)0x20, &g));
+    printf("reserved round=%d bytes=%llu\n", rounds_done + 1,
+           (unsigned long long)reserved(cu, dflt));
+    round_end();
+    print_counts(2);
+    printf("reserved round=%d bytes=%llu\n", rounds_done + 1,
+           (unsigned long long)reserved(cu, dflt));
+}
+
+/* The program uses device memory, then drops its primary context (as cudaDeviceReset does): the
+ * next rounds must not retain it again, which would re-create it. */
+static void released_scenario(const struct cu *cu)
+{
+    CUdeviceptr x;
+    CUresult (*release)(CUdevice) =
+        (CUresult(*)(CUdevice))fetch("cuDevicePrimaryCtxRelease", VERSION, 0);
+    check("cuMemAlloc", cu->MemAlloc(&x, 1 * MiB));
+    check("cuMemFree", cu->MemFree(x));
+    round_end();
+    unsigned long retains = fake_stat("primary_retain");
+    check("cuCtxSetCurrent", cu->CtxSetCurrent(NULL));
+    check("cuDevicePrimaryCtxRelease", release(0));
+    round_end();
+    round_end();
+    printf("retains_while_released=%lu activations=%lu\n", fake_stat("primary_retain") - retains,
+           fake_stat("primary_activate"));
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -135,9 +249,16 @@ int main(int argc, char **argv)
         return 0;
     }
     cu_start(&cu);
-    if (argc > 1 && strcmp(argv[1], "capture") == 0)
+    if (argc > 1 && strcmp(argv[1], "capture") == 0) {
         capture_scenario(&cu);
-    else
+    } else if (argc > 3 && strcmp(argv[1], "race") == 0) {
+        fake_test_api(h);
+        race_scenario(&cu, argv[2], (unsigned)atoi(argv[3]));
+    } else if (argc > 1 && strcmp(argv[1], "released") == 0) {
+        fake_test_api(h);
+        released_scenario(&cu);
+    } else {
         scenario(&cu);
+    }
     return 0;
 }
