@@ -225,6 +225,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     }
     if (r->actions & RT_ACT_TORCH_EMPTY_CACHE)
         roundtrim_json_u64(&j, "torch_empty_cache_us", r->torch_empty_cache_us);
+    else if (r->torch_empty_cache_skipped)
+        roundtrim_json_str(&j, "torch_empty_cache_skipped", r->torch_empty_cache_skipped);
     if (r->actions & RT_ACT_CUDA_POOL_TRIM)
         roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);
     roundtrim_json_str(&j, "allocator", r->allocator);

@@ -53,6 +53,7 @@ struct roundtrim_round_record {
     uint64_t gc_collected, gc_us;
     const char *gc_skipped; /* why a due gc did not run (GIL not free in time, ...), or NULL */
     uint64_t torch_empty_cache_us;
+    const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
     uint64_t cuda_pool_trim_bytes;
     struct roundtrim_cuda_round cuda;
 };

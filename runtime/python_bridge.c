@@ -57,7 +57,9 @@ static const char *gc_job_run(struct roundtrim_py_result *out)
 {
     /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
      * programs that turn automatic gc off are the ones with most cyclic garbage. The switch is
-     * flipped and restored under the GIL, so no Python thread sees it outside the collection. */
+     * flipped and restored under the GIL. A finalizer run by the collection that releases the
+     * GIL lets other Python threads run meanwhile, and they would see gc enabled until it ends
+     * (an automatic collection they trigger then is harmless: ours is running anyway). */
     bool off = P.GC_IsEnabled && !P.GC_IsEnabled();
     if (off)
         P.GC_Enable();

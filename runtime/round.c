@@ -44,6 +44,20 @@ static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_tr
     d->free_bytes = now->free_bytes - before->free_bytes;
 }
 
+/* Why torch.cuda.empty_cache did not run, when that is news: not in processes without torch,
+ * or whose torch never initialised CUDA (the common case, said every round otherwise). */
+static const char *torch_skip_worth_saying(void)
+{
+    static const char *const routine[] = {"no_python", "no_torch", "cuda_not_initialized"};
+    const char *why = roundtrim_python_skip_reason();
+    if (!roundtrim_python_present() || !why)
+        return NULL;
+    for (size_t i = 0; i < sizeof routine / sizeof routine[0]; i++)
+        if (strcmp(why, routine[i]) == 0)
+            return NULL;
+    return why;
+}
+
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
  * the device caches. */
 static void cleanup(struct roundtrim_round_record *r)
@@ -62,6 +76,8 @@ static void cleanup(struct roundtrim_round_record *r)
     if (cfg->cuda_empty_cache) {
         if (roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
+        else
+            r->torch_empty_cache_skipped = torch_skip_worth_saying();
         if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
             r->actions |= RT_ACT_CUDA_POOL_TRIM;
     }

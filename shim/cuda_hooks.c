@@ -494,10 +494,17 @@ ROUNDTRIM_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 /* ---- stream capture: the trim must not synchronize while one is active ---- */
 
+/* A capture counts from before the driver starts it (the driver captures from inside the call
+ * on), so that a cleanup never synchronizes in that window; a refused begin is taken back. */
+static void capture_beginning(void)
+{
+    roundtrim_cuda_capture_change(+1);
+}
+
 static void capture_begun(CUresult rc)
 {
-    if (rc == CUDA_SUCCESS)
-        roundtrim_cuda_capture_change(+1);
+    if (rc != CUDA_SUCCESS)
+        roundtrim_cuda_capture_change(-1);
 }
 
 /* A capture ends with success or with one of the capture errors (900..908: invalidated,
@@ -514,6 +521,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
     __typeof__(&cuStreamBeginCapture) real = REAL(cuStreamBeginCapture);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream);
     capture_begun(rc);
     return rc;
@@ -524,6 +532,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
     __typeof__(&cuStreamBeginCapture_ptsz) real = REAL(cuStreamBeginCapture_ptsz);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream);
     capture_begun(rc);
     return rc;
@@ -534,6 +543,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCapt
     __typeof__(&cuStreamBeginCapture_v2) real = REAL(cuStreamBeginCapture_v2);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream, mode);
     capture_begun(rc);
     return rc;
@@ -544,6 +554,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstrea
     __typeof__(&cuStreamBeginCapture_v2_ptsz) real = REAL(cuStreamBeginCapture_v2_ptsz);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream, mode);
     capture_begun(rc);
     return rc;
@@ -558,6 +569,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph 
     __typeof__(&cuStreamBeginCaptureToGraph) real = REAL(cuStreamBeginCaptureToGraph);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
     capture_begun(rc);
     return rc;
@@ -572,6 +584,7 @@ ROUNDTRIM_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUg
     __typeof__(&cuStreamBeginCaptureToGraph_ptsz) real = REAL(cuStreamBeginCaptureToGraph_ptsz);
     if (!real)
         return NO_DRIVER;
+    capture_beginning();
     CUresult rc = real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
     capture_begun(rc);
     return rc;

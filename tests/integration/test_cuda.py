@@ -340,3 +340,5 @@ def test_torch_empty_cache_skipped_while_a_capture_is_active(run_shim):
     for n in (2, 4):
         assert "torch_empty_cache" not in rounds[n - 1]["cleanup"]
         assert "cuda_pool_trim" not in rounds[n - 1]["cleanup"]
+        assert rounds[n - 1]["torch_empty_cache_skipped"] == "cuda_capture"
+    assert "torch_empty_cache_skipped" not in rounds[0]
