@@ -61,6 +61,9 @@ struct roundtrim_py_api {
     void (*GILState_Release)(int);
     void *(*GILState_GetThisThreadState)(void);
     void *(*ThreadState_Unchecked)(void); /* the attached thread state, or NULL; no checks */
+    void *(*Eval_SaveThread)(void);
+    void (*Eval_RestoreThread)(void *tstate);
+    py_object *(*Object_CallFunctionObjArgs)(py_object *callable, ...);
     py_ssize (*GC_Collect)(void);
     int (*GC_IsEnabled)(void); /* 3.10+ */
     int (*GC_Enable)(void);

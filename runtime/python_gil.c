@@ -26,6 +26,8 @@ static roundtrim_py_job cur_job;
 static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
 static const char *cur_why;
 static const char *skip_reason;
+static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
+static bool shutdown_hook_added;
 
 const char *roundtrim_python_skip_reason(void)
 {
@@ -59,6 +61,63 @@ static void deadline_in(struct timespec *t, unsigned ms)
     }
 }
 
+/* Called by threading._shutdown(), on the main thread holding the GIL, before the interpreter
+ * starts finalizing. A job running then could lose the GIL inside an extension's deallocator
+ * (PyTorch releases it there) and find the interpreter finalizing when it takes it back:
+ * CPython then ends the helper thread with pthread_exit, whose unwinding through the
+ * extension's C++ frames aborts the process. So from here on no job starts, and a job already
+ * running is waited for, the GIL released meanwhile so that it can finish. */
+static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
+{
+    (void)self;
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    exiting = true;
+    bool busy = state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN;
+    pthread_mutex_unlock(&lock);
+    if (busy) {
+        void *tstate = roundtrim_py.Eval_SaveThread();
+        struct timespec dl;
+        deadline_in(&dl, 10000);
+        pthread_mutex_lock(&lock);
+        while ((state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN) &&
+               pthread_cond_timedwait(&to_caller, &lock, &dl) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&lock);
+        roundtrim_py.Eval_RestoreThread(tstate);
+    }
+    roundtrim_py.IncRef(roundtrim_py.None);
+    return roundtrim_py.None;
+}
+
+static struct py_method_def shutdown_def = {"_roundtrim_shutdown", (void *)on_interpreter_shutdown,
+                                            PY_METH_NOARGS, NULL};
+
+/* Registers on_interpreter_shutdown with the threading module's own shutdown callbacks, once
+ * the program has imported threading (any program using PyTorch has). Called under the GIL
+ * before every job: a job never runs before it is registered, when it can be. */
+static void add_shutdown_hook(void)
+{
+    if (shutdown_hook_added || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
+        return;
+    py_object *modules = roundtrim_py.Sys_GetObject("modules"); /* borrowed */
+    py_object *threading = modules ? roundtrim_py.Dict_GetItemString(modules, "threading") : NULL;
+    if (!threading)
+        return;
+    py_object *reg = roundtrim_py.Object_GetAttrString(threading, "_register_atexit");
+    py_object *fn = reg ? roundtrim_py.CFunction_NewEx(&shutdown_def, NULL, NULL) : NULL;
+    py_object *r = fn ? roundtrim_py.Object_CallFunctionObjArgs(reg, fn, NULL) : NULL;
+    shutdown_hook_added = r != NULL;
+    if (r)
+        roundtrim_py.DecRef(r);
+    if (fn)
+        roundtrim_py.DecRef(fn);
+    if (reg)
+        roundtrim_py.DecRef(reg);
+    if (!r)
+        roundtrim_py.Err_Clear(); /* no such function, or shutdown already under way */
+}
+
 /* Runs the queued job under the GIL (called and returning with the lock held). */
 static void serve_one(void)
 {
@@ -86,7 +145,11 @@ static void serve_one(void)
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
     /* Checked again under the GIL: finalization may have begun while we waited. */
-    const char *why = roundtrim_py_running() ? cur_job(&result) : "finalizing";
+    const char *why = "finalizing";
+    if (roundtrim_py_running()) {
+        add_shutdown_hook();
+        why = __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ? "exiting" : cur_job(&result);
+    }
     roundtrim_py.GILState_Release(gs);
     pthread_mutex_lock(&lock);
     cur_why = why;
@@ -152,6 +215,11 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
         return false;
     }
     pthread_mutex_lock(&lock);
+    if (exiting) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = "exiting";
+        return false;
+    }
     if (state != IDLE) {
         pthread_mutex_unlock(&lock);
         skip_reason = "busy";
@@ -195,4 +263,5 @@ void roundtrim_py_gil_fork_child(void)
         init_conds();
     helper_started = false;
     state = IDLE;
+    exiting = false; /* the child inherits the parent's threading module, our hook included */
 }

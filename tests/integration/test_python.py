@@ -299,3 +299,14 @@ def test_fork_child_of_a_program_that_loads_python_late(run_shim, tmp_path):
     assert len(child) == 2
     for r in child:
         assert r["cleanup"][:2] == ["gc", "trim"] and "gc_skipped" not in r
+
+
+def test_program_ending_during_gc_waits_for_the_collection(run_shim, tmp_path):
+    marker = tmp_path / "finalized"
+    res = run_shim([PYTHON, script("exit_during_gc.py"), str(marker)], timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "main done\n" and res.stderr == ""
+    assert marker.read_text() == "finalizer finished\n"
+    rounds = py_rounds(res)
+    assert len(rounds) == 1 and rounds[0]["cleanup"][:1] == ["gc"]
+    assert res.records[-1]["event"] == "exit"
