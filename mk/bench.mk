@@ -1,0 +1,18 @@
+# Benchmarks (issue 6): programs of tests/bench/ become build/tests/<name>, next to the test
+# programs, so that the integration tests can run them once at a tiny size; `make bench` runs
+# scripts/bench, which writes BENCHMARKS.md and docs/bench/*.png.
+#
+# -O2 (not the test programs' -O1): the benchmark loop should be as lean as a real program's, so
+# that the shim's share of each malloc/free pair is not hidden by a slow loop. -fno-builtin keeps
+# GCC from removing malloc/free pairs.
+
+BENCH_PROGRAMS := $(patsubst tests/bench/%.c,%,$(sort $(wildcard tests/bench/*.c)))
+BENCH_BINS     := $(BENCH_PROGRAMS:%=$(BUILD)/tests/%)
+BENCH_CFLAGS   := $(BASE_CFLAGS) -O2 -fno-builtin -pthread -Iinclude
+
+$(BENCH_BINS): $(BUILD)/tests/%: tests/bench/%.c include/roundtrim.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ -ldl -lm
+
+CHECK_DEPS += $(BENCH_BINS)
+bench: $(BENCH_BINS)
