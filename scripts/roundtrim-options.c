@@ -154,6 +154,26 @@ static void put_header(FILE *out, const struct roundtrim_config *cfg, const char
             what, role, format);
 }
 
+/* One line per option: `keyword NAME=value` for the settings in force, the others commented
+ * out with their default; each under a comment saying what it does. */
+static void put_assignments(FILE *out, const struct roundtrim_config *cfg, const char *keyword)
+{
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        const struct roundtrim_option *o = &roundtrim_options[i];
+        char value[256];
+        roundtrim_config_value_text(cfg, o->id, value, sizeof value);
+        put_meaning_comment(out, "", o);
+        if (option_is_active(cfg, o->id)) {
+            fprintf(out, "%s %s=", keyword, o->name);
+            put_quoted(out, value);
+        } else {
+            fprintf(out, "# %s %s=", keyword, o->name);
+            put_inactive_value(out, value);
+        }
+        fputc('\n', out);
+    }
+}
+
 static void print_sh(FILE *out, const struct roundtrim_config *cfg, const char *preload)
 {
     put_header(out, cfg, "sh", "process");
@@ -164,40 +184,14 @@ static void print_sh(FILE *out, const struct roundtrim_config *cfg, const char *
         fputs("${LD_PRELOAD:+:$LD_PRELOAD}\"\n", out);
         fputs("export LD_PRELOAD\n", out);
     }
-    for (int i = 0; i < RT_OPT_COUNT; i++) {
-        const struct roundtrim_option *o = &roundtrim_options[i];
-        char value[256];
-        roundtrim_config_value_text(cfg, o->id, value, sizeof value);
-        put_meaning_comment(out, "", o);
-        if (option_is_active(cfg, o->id)) {
-            fprintf(out, "export %s=", o->name);
-            put_quoted(out, value);
-        } else {
-            fprintf(out, "# export %s=", o->name);
-            put_inactive_value(out, value);
-        }
-        fputc('\n', out);
-    }
+    put_assignments(out, cfg, "export");
 }
 
 static void print_docker(FILE *out, const struct roundtrim_config *cfg, const char *preload)
 {
     put_header(out, cfg, "docker", "process");
     fputs("# Put these lines last: LD_PRELOAD also applies to every RUN step after it.\n", out);
-    for (int i = 0; i < RT_OPT_COUNT; i++) {
-        const struct roundtrim_option *o = &roundtrim_options[i];
-        char value[256];
-        roundtrim_config_value_text(cfg, o->id, value, sizeof value);
-        put_meaning_comment(out, "", o);
-        if (option_is_active(cfg, o->id)) {
-            fprintf(out, "ENV %s=", o->name);
-            put_quoted(out, value);
-        } else {
-            fprintf(out, "# ENV %s=", o->name);
-            put_inactive_value(out, value);
-        }
-        fputc('\n', out);
-    }
+    put_assignments(out, cfg, "ENV");
     if (preload) {
         fputs("# Preload the library (a path inside the image).\n", out);
         fputs("ENV LD_PRELOAD=", out);
