@@ -22,7 +22,7 @@ def test_pressure_cleans_a_process_without_rounds_before_it_hits_its_limit(run_s
     """No round source at all: RSS climbs past 90% of a (simulated) cgroup limit and the
     worker cleans up at once; the same program without roundtrim ends its rounds above it."""
     cgroup = tmp_path / "cgroup"
-    limit = 60 * MIB
+    limit = 56 * MIB
     write_cgroup(cgroup, limit)  # no memory.current: the process's RSS is what counts
     args = [prog("fl_workload"), "--mode", "plain", "--rounds", "10", "--threads", "4",
             "--model-mib", "64", "--pause-ms", "300"]
