@@ -18,8 +18,8 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "4)"},
     {RT_OPT_GC_ROUNDS, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", RT_TYPE_UINT, 0,
      1000000, "1 (client), 5 (server)",
-     "clean up every N rounds; 0 never cleans (counting and logging go on); the NVFlare variable "
-     "is read for the client role only"},
+     "clean up every N rounds; 0 never at round ends (counting and logging go on; pressure "
+     "cleanups have their own switch); the NVFlare variable is read for the client role only"},
     {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1",
      "signal that marks the end of a round (name or number); none disables; an application "
      "handler for it keeps working"},

@@ -37,7 +37,10 @@ static void usage(FILE *out)
           "  --format docker    ENV lines for a Dockerfile\n"
           "  --format k8s       an env: list for a Kubernetes container\n"
           "  --role R           print the values the role client or server uses\n"
-          "  --preload LIB      also set LD_PRELOAD to LIB (sh, docker, k8s)\n",
+          "  --preload LIB      also set LD_PRELOAD to LIB (sh, docker, k8s)\n"
+          "roundtrim-options --round-signal VALUE\n"
+          "  prints the number of the round signal a process with ROUNDTRIM_ROUND_SIGNAL=VALUE\n"
+          "  uses (0: none), by the library's own rules\n",
           out);
 }
 
@@ -267,8 +270,26 @@ static int parse_args(int argc, char **argv, struct request *req, bool *format_g
     return 0;
 }
 
+static const char *signal_lookup(void *ctx, const char *name)
+{
+    return strcmp(name, "ROUNDTRIM_ROUND_SIGNAL") == 0 ? (const char *)ctx : NULL;
+}
+
+/* The signal number a process with ROUNDTRIM_ROUND_SIGNAL=value takes as its round signal (0:
+ * none), by the library's own rules, its fallback for a bad value included: what
+ * `roundtrim round` must send. */
+static int print_round_signal(const char *value)
+{
+    static struct roundtrim_config cfg;
+    roundtrim_config_load(&cfg, signal_lookup, (void *)value);
+    printf("%d\n", cfg.round_signal);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--round-signal") == 0)
+        return print_round_signal(argv[2]);
     struct request req = {FMT_MARKDOWN, NULL, NULL};
     bool format_given = false;
     int rc = parse_args(argc, argv, &req, &format_given);

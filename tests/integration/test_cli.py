@@ -118,8 +118,11 @@ def shimmed_ticker(spawn, ticker, tmp_path):
 
     def start(**extra):
         log = tmp_path / "rounds.jsonl"
-        name = extra.get("ROUNDTRIM_ROUND_SIGNAL", "USR1").upper()
-        sig = None if name == "NONE" else signal.Signals["SIG" + name.removeprefix("SIG")]
+        # the library's own reading of the variable (a bad value falls back to SIGUSR1)
+        num = int(subprocess.run([str(BUILD / "roundtrim-options"), "--round-signal",
+                                  str(extra.get("ROUNDTRIM_ROUND_SIGNAL", ""))],
+                                 capture_output=True, text=True, check=True).stdout)
+        sig = signal.Signals(num) if num else None
         proc, _ = spawn([ROUNDTRIM, "run", "--log", log, "--", ticker],
                         env={k: str(v) for k, v in extra.items()}, preload=False, log=False)
 
@@ -301,8 +304,20 @@ def test_round_uses_the_process_own_round_signal(shimmed_ticker):
     assert proc.poll() is None
 
 
-def test_round_refuses_a_process_without_a_round_signal(shimmed_ticker):
-    proc, _ = shimmed_ticker(ROUNDTRIM_ROUND_SIGNAL="none")
+@pytest.mark.parametrize("value", ["TERM", "bogus"])
+def test_round_sends_the_signal_the_library_took_not_a_bad_value(shimmed_ticker, value):
+    """A bad ROUNDTRIM_ROUND_SIGNAL leaves the library on SIGUSR1: that is what must be sent."""
+    proc, log = shimmed_ticker(ROUNDTRIM_ROUND_SIGNAL=value)
+    r = roundtrim("round", proc.pid)
+    assert r.returncode == 0, r.stderr
+    assert f"SIGUSR1 to process {proc.pid}" in r.stdout
+    wait_until(lambda: round_records(log, proc.pid), "a round record after SIGUSR1")
+    assert proc.poll() is None
+
+
+@pytest.mark.parametrize("value", ["none", "off", "OFF"])
+def test_round_refuses_a_process_without_a_round_signal(shimmed_ticker, value):
+    proc, _ = shimmed_ticker(ROUNDTRIM_ROUND_SIGNAL=value)
     r = roundtrim("round", proc.pid)
     assert r.returncode == 1
     assert "no round signal" in r.stderr
