@@ -23,6 +23,9 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
     {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1",
      "signal that marks the end of a round (name or number); none disables; an application "
      "handler for it keeps working"},
+    {RT_OPT_EAGER_WORKER, "ROUNDTRIM_EAGER_WORKER", NULL, RT_TYPE_BOOL, 0, 0, "false",
+     "true starts the worker thread with the process instead of at the first round, so that the "
+     "first round signal is handled at once even in a program idle between rounds"},
     {RT_OPT_LOG, "ROUNDTRIM_LOG", NULL, RT_TYPE_STRING, 0, 0, "(unset: no log)",
      "round log, one JSON object per line: a file path (%p becomes the pid) or stderr"},
     {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "2 (client), 4 (server)",
@@ -206,6 +209,7 @@ void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lo
     parse_option(cfg, RT_OPT_GC_ROUNDS, !server, lookup, ctx, &cfg->gc_rounds, role_default);
 
     parse_option(cfg, RT_OPT_ROUND_SIGNAL, false, lookup, ctx, &cfg->round_signal, "SIGUSR1");
+    parse_option(cfg, RT_OPT_EAGER_WORKER, false, lookup, ctx, &cfg->eager_worker, "false");
     parse_option(cfg, RT_OPT_LOG, false, lookup, ctx, &cfg->log_path, "no log");
 
     if (!glibc_overrides(cfg, RT_OPT_ARENA_MAX, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max",
@@ -242,6 +246,11 @@ bool roundtrim_config_wants_sampling(const struct roundtrim_config *cfg)
     return cfg->interval_s > 0 || roundtrim_config_is_explicit(cfg, RT_OPT_PRESSURE_WARN) ||
            roundtrim_config_is_explicit(cfg, RT_OPT_PRESSURE_CLEAN) ||
            roundtrim_config_is_explicit(cfg, RT_OPT_SAMPLE_MS);
+}
+
+bool roundtrim_config_starts_worker_early(const struct roundtrim_config *cfg)
+{
+    return cfg->eager_worker || roundtrim_config_wants_sampling(cfg);
 }
 
 const char *roundtrim_config_source_text(const struct roundtrim_config *cfg,
@@ -287,6 +296,9 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
             snprintf(buf, len, "%s", name);
         else
             snprintf(buf, len, "%d", cfg->round_signal);
+        return;
+    case RT_OPT_EAGER_WORKER:
+        snprintf(buf, len, "%s", cfg->eager_worker ? "true" : "false");
         return;
     case RT_OPT_LOG:
         text_or_unset(buf, len, cfg->log_path);

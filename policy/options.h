@@ -12,6 +12,7 @@ enum roundtrim_option_id {
     RT_OPT_ROLE,
     RT_OPT_GC_ROUNDS,
     RT_OPT_ROUND_SIGNAL,
+    RT_OPT_EAGER_WORKER,
     RT_OPT_LOG,
     RT_OPT_ARENA_MAX,
     RT_OPT_MMAP_THRESHOLD,
@@ -71,6 +72,7 @@ struct roundtrim_config {
     enum roundtrim_role role;
     uint64_t gc_rounds;      /* 0: never clean */
     int round_signal;        /* 0: no signal */
+    bool eager_worker;       /* start the worker at process start, not at the first round */
     const char *log_path;    /* NULL: no log; "stderr" for standard error */
     uint64_t arena_max;      /* 0: leave glibc's own */
     uint64_t mmap_threshold; /* bytes; 0: leave glibc's dynamic threshold */
@@ -112,5 +114,8 @@ bool roundtrim_config_is_explicit(const struct roundtrim_config *cfg, enum round
 /* Whether the worker must sample memory periodically (timer rounds or explicit pressure settings).
  */
 bool roundtrim_config_wants_sampling(const struct roundtrim_config *cfg);
+
+/* Whether the worker starts with the process rather than at the first round boundary. */
+bool roundtrim_config_starts_worker_early(const struct roundtrim_config *cfg);
 
 #endif

@@ -147,6 +147,6 @@ __attribute__((constructor)) static void roundtrim_start(void)
     if (config.round_signal)
         roundtrim_signal_source_install(config.round_signal);
     roundtrim_python_init(config.py_hook);
-    if (roundtrim_config_wants_sampling(&config))
+    if (roundtrim_config_starts_worker_early(&config))
         roundtrim_worker_ensure();
 }

@@ -328,3 +328,15 @@ def test_signal_called_in_a_handler_keeps_a_pending_dlerror(run_shim):
     bare = run_shim([prog("signal_rearm")], preload=False, log=False)
     shim = run_shim([prog("signal_rearm")], log=False)
     assert bare.stdout == shim.stdout == "found=0 error=kept\n"
+
+
+def test_first_round_signal_in_an_idle_program_waits_unless_the_worker_starts_early(run_shim):
+    """A signal handler cannot start a thread: by default the first round signal is handled at
+    the process's next malloc or free. ROUNDTRIM_EAGER_WORKER starts the worker with the
+    process, and the round is recorded while the program is still idle."""
+    lazy = run_shim([prog("idle_signal")])
+    assert lazy.stdout == "not recorded while idle\n"
+    assert [r["source"] for r in lazy.rounds] == ["signal"]  # recorded at exit all the same
+    eager = run_shim([prog("idle_signal")], env={"ROUNDTRIM_EAGER_WORKER": "1"})
+    assert eager.stdout == "recorded while idle\n"
+    assert [r["source"] for r in eager.rounds] == ["signal"]

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* Counts "event":"round" records of pid in the log, reading it with plain syscalls. */
-static int log_round_count(const char *path, int pid)
+__attribute__((unused)) static int log_round_count(const char *path, int pid)
 {
     static char buf[1 << 20];
     int fd = open(path, O_RDONLY);
@@ -45,7 +45,7 @@ static int log_round_count(const char *path, int pid)
 }
 
 /* Ends a round and waits (up to 10 s) for its record; returns 0 on success. */
-static int end_round_and_wait(int rounds_before)
+__attribute__((unused)) static int end_round_and_wait(int rounds_before)
 {
     void (*round_end)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "roundtrim_round_end");
     const char *tmpl = getenv("ROUNDTRIM_LOG");

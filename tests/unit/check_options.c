@@ -157,6 +157,19 @@ START_TEST(sampling_is_wanted_only_when_asked_for)
 }
 END_TEST
 
+START_TEST(worker_starts_early_only_when_asked)
+{
+    load(NULL);
+    ck_assert(!roundtrim_config_starts_worker_early(&cfg));
+    const char *eager[] = {"ROUNDTRIM_EAGER_WORKER", "yes", NULL};
+    load(eager);
+    ck_assert(roundtrim_config_starts_worker_early(&cfg));
+    const char *interval[] = {"ROUNDTRIM_INTERVAL_S", "5", NULL};
+    load(interval);
+    ck_assert(roundtrim_config_starts_worker_early(&cfg));
+}
+END_TEST
+
 START_TEST(many_bad_values_never_overflow_the_warning_list)
 {
     const char *env[] = {"ROUNDTRIM_GC_ROUNDS",
@@ -204,6 +217,7 @@ int main(void)
     tcase_add_test(tc, signals_by_name_number_and_none);
     tcase_add_test(tc, cuda_empty_cache_alias_and_booleans);
     tcase_add_test(tc, sampling_is_wanted_only_when_asked_for);
+    tcase_add_test(tc, worker_starts_early_only_when_asked);
     tcase_add_test(tc, many_bad_values_never_overflow_the_warning_list);
     suite_add_tcase(s, tc);
     return run_suite(s);
