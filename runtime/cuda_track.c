@@ -395,22 +395,30 @@ static bool mem_info(uint64_t *free_mem, uint64_t *total_mem)
     return any;
 }
 
+/* This round's counters of one class of memory, which start again from zero (the peak from
+ * what is live now). */
+static struct class_counters take_class(int cls)
+{
+    pthread_mutex_lock(&st.lock);
+    struct class_counters *c = &st.cls[cls], taken = *c;
+    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
+    c->peak_bytes = c->live_bytes;
+    pthread_mutex_unlock(&st.lock);
+    return taken;
+}
+
 bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out)
 {
     memset(out, 0, sizeof *out);
     if (!atomic_load(&seen))
         return false;
-    pthread_mutex_lock(&st.lock);
-    struct class_counters *c = &st.cls[0];
-    out->alloc_calls = c->alloc_calls;
-    out->alloc_bytes = c->alloc_bytes;
-    out->free_calls = c->free_calls;
-    out->free_bytes = c->free_bytes;
-    out->live_bytes = c->live_bytes;
-    out->peak_bytes = c->peak_bytes;
-    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
-    c->peak_bytes = c->live_bytes;
-    pthread_mutex_unlock(&st.lock);
+    struct class_counters c = take_class(0);
+    out->alloc_calls = c.alloc_calls;
+    out->alloc_bytes = c.alloc_bytes;
+    out->free_calls = c.free_calls;
+    out->free_bytes = c.free_bytes;
+    out->live_bytes = c.live_bytes;
+    out->peak_bytes = c.peak_bytes;
     out->present = true;
     out->have_mem_info = mem_info(&out->free_mem, &out->total_mem);
     return true;
@@ -421,13 +429,9 @@ bool roundtrim_cuda_pinned_take(struct roundtrim_cuda_pinned *out)
     memset(out, 0, sizeof *out);
     if (!atomic_load(&seen))
         return false;
-    pthread_mutex_lock(&st.lock);
-    struct class_counters *c = &st.cls[1];
-    *out = (struct roundtrim_cuda_pinned){c->alloc_calls, c->alloc_bytes, c->free_calls,
-                                          c->free_bytes, c->live_bytes};
-    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
-    c->peak_bytes = c->live_bytes;
-    pthread_mutex_unlock(&st.lock);
+    struct class_counters c = take_class(1);
+    *out = (struct roundtrim_cuda_pinned){c.alloc_calls, c.alloc_bytes, c.free_calls, c.free_bytes,
+                                          c.live_bytes};
     return true;
 }
 

@@ -6,12 +6,13 @@
 #include <stdbool.h>
 
 /* Set by a signal handler that saw a boundary before the worker existed: a handler cannot start
- * a thread, so the next allocation on any thread does (see roundtrim_worker_poll). */
+ * a thread, so the next malloc or free on any thread does. The handler also turns the malloc
+ * fast path off (roundtrim_fast_path_suspend), so that call takes the slow path, which polls. */
 extern int roundtrim_worker_start_wanted __attribute__((visibility("hidden")));
 
 void roundtrim_worker_start_from_app(void);
 
-/* On the malloc path: one load of a flag that is almost never set. */
+/* On the slow paths of malloc and free: one load of a flag that is almost never set. */
 static inline void roundtrim_worker_poll(void)
 {
     if (__builtin_expect(__atomic_load_n(&roundtrim_worker_start_wanted, __ATOMIC_RELAXED), 0))
