@@ -142,13 +142,15 @@ def test_cleanup_trims_pools_when_asked(run_shim, variable):
     res = run_ok(run_shim, "cuda_getproc", **{variable: "true"})
     reserved = per_round(res.stdout, "reserved")
     rounds = res.rounds
-    for rec in rounds:
+    # Rounds 1 and 2 use no stream-ordered memory: no pool is trimmed, and that is not news.
+    for rec in rounds[:2]:
+        assert "cuda_pool_trim" not in rec["cleanup"] and "cuda_pool_trim_skipped" not in rec
+    for rec in rounds[2:4]:
         assert "cuda_pool_trim" in rec["cleanup"]
     # Round 3 left 6 MiB in the default pool (5 MiB in 2 MiB granules) and 4 MiB in a created one.
     assert reserved[3]["bytes"] == 10 * MiB
     assert rounds[2]["cuda_pool_trim_bytes"] == reserved[3]["bytes"]
     assert reserved[4]["bytes"] == 0
-    assert rounds[0]["cuda_pool_trim_bytes"] == 0
     report = fake_report(res.stderr)
     assert report["init"] == 1 and report["ctx_create"] == 0  # only the program's own
 
@@ -269,6 +271,9 @@ def test_wrappers_match_cuda_h():
         out = subprocess.run(["nm", "-D", "--defined-only", str(stub)], capture_output=True,
                              text=True).stdout
         driver_names = {l.split()[-1] for l in out.splitlines()}
+        # Programs built with CUDA 12's cuda.h in per-thread-stream mode call this export; CUDA
+        # 13's cuda.h makes it an inline function and its stub no longer lists it.
+        driver_names.add("cuGetProcAddress_v2_ptsz")
         assert set(exported_driver_names()) <= driver_names
     # Compiled against cuda.h (which then declares every exported variant): a wrapper whose
     # signature differs from the driver's is a compile error, one not in cuda.h a warning.
