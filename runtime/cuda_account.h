@@ -37,9 +37,10 @@ bool roundtrim_cuda_free_begin(uint64_t key, unsigned flags, struct roundtrim_cu
  * goes back into the map unchanged. */
 void roundtrim_cuda_free_end(const struct roundtrim_cuda_block *block, bool released);
 
-/* The device of a successful allocation; -1 is ignored. async: stream-ordered, from the device's
- * default (or current) pool, which the cleanup then trims. */
-void roundtrim_cuda_device_note(int device, bool async);
+/* The device of a successful allocation; -1 is ignored. The async form is for stream-ordered
+ * memory from the device's default (or current) pool, which the cleanup then trims. */
+void roundtrim_cuda_device_note(int device);
+void roundtrim_cuda_async_device_note(int device);
 
 /* cuMemRelease of a handle, in two halves around the driver call. A handle released while still
  * mapped keeps its memory until its last cuMemUnmap: it is counted as freed then. */

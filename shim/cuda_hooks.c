@@ -319,7 +319,7 @@ static void device_alloc(CUdeviceptr ptr, uint64_t size)
 {
     int dev = current_device();
     roundtrim_cuda_alloc_note(ptr, size, dev, 0);
-    roundtrim_cuda_device_note(dev, false);
+    roundtrim_cuda_device_note(dev);
 }
 
 /* Frees: the block leaves the map before the driver can reuse its address. */
@@ -396,7 +396,7 @@ static void async_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize, CUstrea
         return;
     int dev = stream_device(stream);
     roundtrim_cuda_alloc_note(*dptr, bytesize, dev, 0);
-    roundtrim_cuda_device_note(dev, true);
+    roundtrim_cuda_async_device_note(dev);
 }
 
 ROUNDTRIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -433,8 +433,12 @@ static void pool_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize, CUmemory
     if (!created)
         dev = stream_device(stream);
     roundtrim_cuda_alloc_note(*dptr, bytesize, dev, host ? ROUNDTRIM_CUDA_HOST : 0);
-    if (!host)
-        roundtrim_cuda_device_note(dev, !created);
+    if (host)
+        return;
+    if (created)
+        roundtrim_cuda_device_note(dev);
+    else
+        roundtrim_cuda_async_device_note(dev);
 }
 
 ROUNDTRIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -509,7 +513,7 @@ ROUNDTRIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size
         int dev = prop ? location_device(&prop->location, &host) : -1;
         roundtrim_cuda_alloc_note(*handle, size, dev,
                                   ROUNDTRIM_CUDA_HANDLE | (host ? ROUNDTRIM_CUDA_HOST : 0));
-        roundtrim_cuda_device_note(dev, false);
+        roundtrim_cuda_device_note(dev);
     }
     return rc;
 }
@@ -600,7 +604,7 @@ ROUNDTRIM_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolPro
         bool host = false;
         int dev = location_device(&poolProps->location, &host);
         roundtrim_cuda_pool_note((uintptr_t)*pool, dev, host);
-        roundtrim_cuda_device_note(dev, false);
+        roundtrim_cuda_device_note(dev);
     }
     return rc;
 }
