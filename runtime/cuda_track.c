@@ -518,6 +518,12 @@ static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipp
         *skipped = "no_driver_entry";
         return false;
     }
+    /* A capture in the program's default (global) mode forbids other threads the calls the
+     * driver deems unsafe; no driver call of ours is worth invalidating a graph. */
+    if (roundtrim_cuda_capture_active()) {
+        *skipped = "cuda_capture";
+        return false;
+    }
     CUcontext saved = current_context(&d);
     for (int dev = 0; dev < MAX_DEVICES; dev++) {
         if (!(mask & (1ull << dev)) || !primary_enter(&d, dev))

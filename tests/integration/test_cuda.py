@@ -179,6 +179,7 @@ def test_no_trim_during_stream_capture(run_shim, internal):
     rounds = res.rounds
     assert "cuda_pool_trim" not in rounds[0]["cleanup"]  # capture active: no sync, no trim
     assert rounds[0]["cuda_pool_trim_skipped"] == "cuda_capture"
+    assert rounds[0]["cuda_mem_info_skipped"] == "cuda_capture"  # no driver call during one
     assert fake_report(res.stderr)["sync"] == 1  # only round 2's, after the capture
     assert reserved[2]["bytes"] == reserved[1]["bytes"] == 6 * MiB
     assert "cuda_pool_trim" in rounds[1]["cleanup"]
