@@ -525,19 +525,23 @@ static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipp
         return false;
     }
     CUcontext saved = current_context(&d);
-    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+    bool captured = false;
+    for (int dev = 0; dev < MAX_DEVICES && !captured; dev++) {
         if (!(mask & (1ull << dev)) || !primary_enter(&d, dev))
             continue;
         entered = true;
-        if (d.mem_get_info(&f, &t) == CUDA_SUCCESS) {
+        captured = roundtrim_cuda_capture_active(); /* begun meanwhile: a partial sum is no sum */
+        if (!captured && d.mem_get_info(&f, &t) == CUDA_SUCCESS) {
             *free_mem += f;
             *total_mem += t;
             any = true;
         }
         primary_leave(&d, dev, saved);
     }
+    if (captured)
+        any = false;
     if (!any)
-        *skipped = entered ? "driver_error" : "no_context";
+        *skipped = captured ? "cuda_capture" : entered ? "driver_error" : "no_context";
     return any;
 }
 

@@ -302,7 +302,7 @@ static int stream_device(CUstream stream)
     __typeof__(&cuCtxPushCurrent_v2) push = HELPER(cuCtxPushCurrent_v2);
     __typeof__(&cuCtxPopCurrent_v2) pop = HELPER(cuCtxPopCurrent_v2);
     if (!push || !pop || push(ctx) != CUDA_SUCCESS)
-        return -1;
+        return current_device();
     int d = current_device();
     pop(&cur);
     return d;
