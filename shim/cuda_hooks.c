@@ -14,11 +14,12 @@
  * The real function of a wrapper is stored once per wrapper: the first answer a lookup gave for
  * that exact variant (cuGetProcAddress, or dlsym on the driver's handle). A variant is one ABI and
  * one stream semantics, so a driver that hands out another address for it later (an internal
- * address next to the export) hands out the same implementation; keeping the first means a call
- * never switches implementation halfway through a program. Before any lookup the wrapper uses
- * what the dynamic linker finds after this library (RTLD_NEXT: the driver, or another interposer
- * loaded after us). Another interposer's pointer coming back from a lookup is kept as the real
- * function like any other: its hook stays in the chain, after ours.
+ * address next to the export) hands out the same implementation, and keeping the first means
+ * one implementation per wrapper from then on. Before any lookup the wrapper uses what the
+ * dynamic linker finds after this library (RTLD_NEXT: the driver, or another interposer loaded
+ * after us); the first lookup's answer replaces that once. Another interposer's pointer coming
+ * back from a lookup is kept as the real function like any other: its hook stays in the chain,
+ * after ours.
  *
  * Runtime API: libcudart (shared or static) fetches the driver through cuGetProcAddress, so
  * cudaMalloc, cudaMallocAsync, cudaFree... are counted here, at the driver level, and only here:
