@@ -19,7 +19,8 @@ $(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_com
 	$(CC) $(PROG_CFLAGS) $< -o $@ -L$(FAKECUDA_DIR) -l:libcuda.so.1 -ldl -lm
 
 # The other cuda_* programs are built by the main Makefile's rule; they share a header.
-CUDA_PROGRAMS := cuda_dlopen cuda_getproc cuda_threads cuda_rtld_next cuda_none cuda_bench
+CUDA_PROGRAMS := cuda_dlopen cuda_getproc cuda_threads cuda_rtld_next cuda_none cuda_bench cuda_devices \
+                 cuda_variants
 TEST_PROGRAMS += $(filter-out $(TEST_PROGRAMS),$(CUDA_PROGRAMS) cuda_linked)
 $(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h shim/cuda_types.h
 CHECK_DEPS += $(FAKECUDA) $(BUILD)/tests/cuda_linked

@@ -178,6 +178,8 @@ static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_ro
     if (c->have_mem_info) {
         roundtrim_json_u64(j, "cuda_free_mem", c->free_mem);
         roundtrim_json_u64(j, "cuda_total_mem", c->total_mem);
+    } else if (c->mem_info_skipped) {
+        roundtrim_json_str(j, "cuda_mem_info_skipped", c->mem_info_skipped);
     }
     if (c->host_alloc_calls || c->host_free_calls || c->host_live_bytes) {
         roundtrim_json_u64(j, "cuda_host_alloc_calls", c->host_alloc_calls);
@@ -229,6 +231,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_str(&j, "torch_empty_cache_skipped", r->torch_empty_cache_skipped);
     if (r->actions & RT_ACT_CUDA_POOL_TRIM)
         roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);
+    else if (r->cuda_pool_trim_skipped)
+        roundtrim_json_str(&j, "cuda_pool_trim_skipped", r->cuda_pool_trim_skipped);
     roundtrim_json_str(&j, "allocator", r->allocator);
     if (r->cuda.present)
         format_cuda(&j, &r->cuda);

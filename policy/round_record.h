@@ -22,6 +22,7 @@ struct roundtrim_cuda_round {
     uint64_t live_bytes, peak_bytes;
     bool have_mem_info;
     uint64_t free_mem, total_mem;
+    const char *mem_info_skipped; /* why free/total are missing: "no_context", ... */
     /* Pinned host memory allocated through the driver: in RSS already, so counted apart. */
     uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls, host_free_bytes;
     uint64_t host_live_bytes;
@@ -55,6 +56,7 @@ struct roundtrim_round_record {
     uint64_t torch_empty_cache_us;
     const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
     uint64_t cuda_pool_trim_bytes;
+    const char *cuda_pool_trim_skipped; /* why a due pool trim did not run, or NULL */
     struct roundtrim_cuda_round cuda;
 };
 

@@ -37,8 +37,24 @@ bool roundtrim_cuda_free_begin(uint64_t key, unsigned flags, struct roundtrim_cu
  * goes back into the map unchanged. */
 void roundtrim_cuda_free_end(const struct roundtrim_cuda_block *block, bool released);
 
-/* The device of a successful allocation, for the default pools to trim; -1 is ignored. */
+/* The device of a successful allocation; -1 is ignored. The async form is for stream-ordered
+ * memory from the device's default (or current) pool, which the cleanup then trims. */
 void roundtrim_cuda_device_note(int device);
+void roundtrim_cuda_async_device_note(int device);
+
+/* cuMemRelease of a handle, in two halves around the driver call. A handle released while still
+ * mapped keeps its memory until its last cuMemUnmap: it is counted as freed then. */
+struct roundtrim_cuda_release {
+    int state; /* private to the tracker */
+    struct roundtrim_cuda_block block;
+};
+void roundtrim_cuda_release_begin(uint64_t handle, struct roundtrim_cuda_release *r);
+void roundtrim_cuda_release_end(struct roundtrim_cuda_release *r, bool released);
+
+/* A successful cuMemMap of a tracked handle at [va, va + size), and a successful cuMemUnmap of a
+ * range (which may cover several mappings). */
+void roundtrim_cuda_map_note(uint64_t va, uint64_t size, uint64_t handle);
+void roundtrim_cuda_unmap_note(uint64_t va, uint64_t size);
 
 /* Stream-ordered pools created by the process (cuMemPoolCreate). device is -1 for host pools. */
 void roundtrim_cuda_pool_note(uintptr_t pool, int device, bool host);

@@ -3,7 +3,15 @@
  * Live blocks sit in an open-addressing hash table (linear probing, backward-shift deletion)
  * that grows with mmap: the hooks run on application threads and must not add malloc traffic.
  * One short mutex guards the table and the counters; it is never held across a driver call.
- * The driver calls (mem info, synchronize, trim) happen on the worker thread only. */
+ * The table has three key spaces: device (and pinned host) addresses, cuMemCreate handles, and
+ * the virtual address ranges those handles are mapped at (so that a handle released while still
+ * mapped is counted as freed when its last mapping goes, as the driver frees it then).
+ *
+ * Driver calls of roundtrim's own (mem info, synchronize, trim, and the Python helper's
+ * torch.cuda.empty_cache through roundtrim_cuda_context_enter) run on roundtrim's threads, each
+ * inside the primary context of a device the program itself used, made current for the duration
+ * and only when the program keeps it active: a thread with no current context would make the
+ * runtime create one on device 0. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -23,9 +31,16 @@
 #define MAX_POOLS     256 /* created pools tracked; more are simply not trimmed */
 #define MAX_DEVICES   64  /* device ordinals we keep default pools of */
 
+/* Key spaces and states of a slot beyond the public flags. */
+#define KEY_MAPPING 4u  /* a mapped range: key is its virtual address, link its handle */
+#define RELEASED    8u  /* a handle the program released while mapped: live until unmapped */
+#define RELEASING   16u /* a mapped handle whose cuMemRelease is in flight */
+#define KEY_SPACE   (ROUNDTRIM_CUDA_HANDLE | KEY_MAPPING)
+
 struct slot {
     uint64_t key;
     uint64_t size;
+    uint64_t link; /* a handle: how many mappings it has; a mapping: its handle */
     int32_t device;
     uint8_t flags;
     uint8_t used;
@@ -54,8 +69,10 @@ static struct {
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_bool seen;
-static _Atomic uint64_t devices_used; /* bit per device ordinal */
+static _Atomic uint64_t devices_used;  /* bit per device ordinal */
+static _Atomic uint64_t devices_async; /* devices with stream-ordered allocations */
 static atomic_int captures;
+static const char *pool_trim_skipped; /* the worker's last trim: why it did not run */
 
 /* ---- the map (caller holds st.lock) ---- */
 
@@ -63,14 +80,13 @@ static atomic_int captures;
  * (2 MiB aligned is common), which the low bits of the product would keep. */
 static size_t slot_of(uint64_t key, unsigned flags, size_t cap)
 {
-    uint64_t h =
-        (key ^ ((flags & ROUNDTRIM_CUDA_HANDLE) ? 0x5bd1e995u : 0)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = (key ^ ((uint64_t)(flags & KEY_SPACE) * 0x5bd1e995u)) * 0x9E3779B97F4A7C15ull;
     return (size_t)(h >> (64 - __builtin_ctzll(cap)));
 }
 
 static bool same_key(const struct slot *s, uint64_t key, unsigned flags)
 {
-    return s->used && s->key == key && ((s->flags ^ flags) & ROUNDTRIM_CUDA_HANDLE) == 0;
+    return s->used && s->key == key && ((s->flags ^ flags) & KEY_SPACE) == 0;
 }
 
 static void place(struct slot *slots, size_t cap, const struct slot *e)
@@ -98,6 +114,12 @@ static bool map_grow(void)
     return true;
 }
 
+/* Room for one more slot at a load factor of at most 5/8. */
+static inline __attribute__((always_inline)) bool map_has_room(void)
+{
+    return (st.count + 1) * 8 <= st.cap * 5 || map_grow();
+}
+
 static struct slot *map_find(uint64_t key, unsigned flags)
 {
     if (!st.cap)
@@ -110,8 +132,9 @@ static struct slot *map_find(uint64_t key, unsigned flags)
     }
 }
 
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void map_remove(struct slot *s)
+/* Backward-shift deletion keeps probe chains intact without tombstones. Inlined: it is half of
+ * every free's cost. */
+static inline __attribute__((always_inline)) void map_remove(struct slot *s)
 {
     size_t cap = st.cap, hole = (size_t)(s - st.slots);
     st.slots[hole].used = 0;
@@ -153,19 +176,30 @@ void roundtrim_cuda_mark_seen(void)
         atomic_store_explicit(&seen, true, memory_order_relaxed);
 }
 
+static void device_bit_set(_Atomic uint64_t *set, uint64_t bit)
+{
+    if (!(atomic_load_explicit(set, memory_order_relaxed) & bit))
+        atomic_fetch_or_explicit(set, bit, memory_order_relaxed);
+}
+
 void roundtrim_cuda_device_note(int device)
 {
-    if (device < 0 || device >= MAX_DEVICES)
-        return;
-    uint64_t bit = 1ull << device;
-    if (!(atomic_load_explicit(&devices_used, memory_order_relaxed) & bit))
-        atomic_fetch_or_explicit(&devices_used, bit, memory_order_relaxed);
+    if (device >= 0 && device < MAX_DEVICES)
+        device_bit_set(&devices_used, 1ull << device);
+}
+
+void roundtrim_cuda_async_device_note(int device)
+{
+    if (device >= 0 && device < MAX_DEVICES) {
+        device_bit_set(&devices_used, 1ull << device);
+        device_bit_set(&devices_async, 1ull << device);
+    }
 }
 
 void roundtrim_cuda_alloc_note(uint64_t key, uint64_t size, int device, unsigned flags)
 {
     struct slot e = {
-        .key = key, .size = size, .device = device, .flags = (uint8_t)flags, .used = 1};
+        .key = key, .size = size, .link = 0, .device = device, .flags = (uint8_t)flags, .used = 1};
     pthread_mutex_lock(&st.lock);
     struct class_counters *c = class_of(flags);
     c->alloc_calls++;
@@ -176,7 +210,7 @@ void roundtrim_cuda_alloc_note(uint64_t key, uint64_t size, int device, unsigned
         live_sub(class_of(old->flags), old->size);
         *old = e;
         live_add(c, size);
-    } else if ((st.count + 1) * 8 <= st.cap * 5 || map_grow()) {
+    } else if (map_has_room()) {
         place(st.slots, st.cap, &e);
         st.count++;
         live_add(c, size);
@@ -206,12 +240,114 @@ void roundtrim_cuda_free_end(const struct roundtrim_cuda_block *b, bool released
         c->free_calls++;
         c->free_bytes += b->size;
         live_sub(c, b->size);
-    } else if (!map_find(b->key, b->flags) && ((st.count + 1) * 8 <= st.cap * 5 || map_grow())) {
-        struct slot e = {b->key, b->size, b->device, b->flags, 1};
+    } else if (!map_find(b->key, b->flags) && map_has_room()) {
+        struct slot e = {b->key, b->size, 0, b->device, b->flags, 1};
         place(st.slots, st.cap, &e);
         st.count++;
     }
     pthread_mutex_unlock(&st.lock);
+}
+
+/* ---- VMM handles and their mappings ---- */
+
+enum { RELEASE_UNTRACKED, RELEASE_TAKEN, RELEASE_MAPPED };
+
+void roundtrim_cuda_release_begin(uint64_t handle, struct roundtrim_cuda_release *r)
+{
+    r->state = RELEASE_UNTRACKED;
+    pthread_mutex_lock(&st.lock);
+    struct slot *s = map_find(handle, ROUNDTRIM_CUDA_HANDLE);
+    if (s) {
+        r->block = (struct roundtrim_cuda_block){s->key, s->size, s->device, s->flags};
+        if (s->link == 0) { /* unmapped: leaves the map like any freed block */
+            map_remove(s);
+            r->state = RELEASE_TAKEN;
+        } else { /* mapped: stays, so that unmaps meanwhile still find it */
+            s->flags |= RELEASING;
+            r->state = RELEASE_MAPPED;
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+}
+
+/* Takes a released handle out of the map once its last mapping is gone; true when it did. */
+static bool released_handle_gone(struct slot *h, struct roundtrim_cuda_block *out)
+{
+    if (!(h->flags & RELEASED) || h->link > 0)
+        return false;
+    *out = (struct roundtrim_cuda_block){
+        h->key, h->size, h->device,
+        (uint8_t)(h->flags & (ROUNDTRIM_CUDA_HOST | ROUNDTRIM_CUDA_HANDLE))};
+    map_remove(h);
+    return true;
+}
+
+void roundtrim_cuda_release_end(struct roundtrim_cuda_release *r, bool released)
+{
+    if (r->state == RELEASE_TAKEN)
+        roundtrim_cuda_free_end(&r->block, released);
+    if (r->state != RELEASE_MAPPED)
+        return;
+    struct roundtrim_cuda_block gone;
+    bool counted = false;
+    pthread_mutex_lock(&st.lock);
+    struct slot *h = map_find(r->block.key, ROUNDTRIM_CUDA_HANDLE);
+    if (h && (h->flags & RELEASING)) {
+        h->flags &= (uint8_t)~RELEASING;
+        if (released) {
+            h->flags |= RELEASED;
+            counted = released_handle_gone(h, &gone);
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (counted)
+        roundtrim_cuda_free_end(&gone, true);
+}
+
+void roundtrim_cuda_map_note(uint64_t va, uint64_t size, uint64_t handle)
+{
+    pthread_mutex_lock(&st.lock);
+    if (map_has_room()) {
+        struct slot *h = map_find(handle, ROUNDTRIM_CUDA_HANDLE);
+        if (h && !map_find(va, KEY_MAPPING)) {
+            h->link++;
+            struct slot m = {va, size, handle, h->device, KEY_MAPPING, 1};
+            place(st.slots, st.cap, &m);
+            st.count++;
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+}
+
+/* One mapping at va leaves the map; *next is the address after it (0 when none was there). */
+static bool unmap_one(uint64_t va, uint64_t *next, struct roundtrim_cuda_block *gone)
+{
+    bool counted = false;
+    *next = 0;
+    pthread_mutex_lock(&st.lock);
+    struct slot *m = map_find(va, KEY_MAPPING);
+    if (m) {
+        uint64_t handle = m->link;
+        *next = va + m->size;
+        map_remove(m);
+        struct slot *h = map_find(handle, ROUNDTRIM_CUDA_HANDLE);
+        if (h && h->link > 0) {
+            h->link--;
+            counted = released_handle_gone(h, gone);
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+    return counted;
+}
+
+void roundtrim_cuda_unmap_note(uint64_t va, uint64_t size)
+{
+    /* The range may cover several consecutive mappings (one cuMemUnmap for a striped range). */
+    for (uint64_t at = va, next; at && at < va + size; at = next) {
+        struct roundtrim_cuda_block gone;
+        if (unmap_one(at, &next, &gone))
+            roundtrim_cuda_free_end(&gone, true);
+    }
 }
 
 /* ---- pools ---- */
@@ -364,35 +500,74 @@ static CUcontext current_context(const struct driver *d)
     return ctx;
 }
 
-/* Free and total memory of the devices the process used, summed, as the driver sees them. */
-static bool mem_info(uint64_t *free_mem, uint64_t *total_mem)
+/* Free and total memory of the devices the process used, summed, as the driver sees them, each
+ * read inside its device's primary context. False, with *skipped saying why, when none could be
+ * read. */
+static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipped)
 {
     struct driver d;
     size_t f = 0, t = 0;
-    if (!driver_get(&d) || !d.mem_get_info)
-        return false;
-    CUcontext saved = current_context(&d);
-    if (saved) {
-        if (d.mem_get_info(&f, &t) != CUDA_SUCCESS)
-            return false;
-        *free_mem = f;
-        *total_mem = t;
-        return true;
-    }
-    bool any = false;
     uint64_t mask = atomic_load(&devices_used);
+    bool any = false, entered = false;
     *free_mem = *total_mem = 0;
-    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+    if (!mask) {
+        *skipped = "no_device";
+        return false;
+    }
+    if (!driver_get(&d) || !d.mem_get_info) {
+        *skipped = "no_driver_entry";
+        return false;
+    }
+    /* A capture in the program's default (global) mode forbids other threads the calls the
+     * driver deems unsafe; no driver call of ours is worth invalidating a graph. */
+    if (roundtrim_cuda_capture_active()) {
+        *skipped = "cuda_capture";
+        return false;
+    }
+    CUcontext saved = current_context(&d);
+    bool captured = false;
+    for (int dev = 0; dev < MAX_DEVICES && !captured; dev++) {
         if (!(mask & (1ull << dev)) || !primary_enter(&d, dev))
             continue;
-        if (d.mem_get_info(&f, &t) == CUDA_SUCCESS) {
+        entered = true;
+        captured = roundtrim_cuda_capture_active(); /* begun meanwhile: a partial sum is no sum */
+        if (!captured && d.mem_get_info(&f, &t) == CUDA_SUCCESS) {
             *free_mem += f;
             *total_mem += t;
             any = true;
         }
         primary_leave(&d, dev, saved);
     }
+    if (captured)
+        any = false;
+    if (!any)
+        *skipped = captured ? "cuda_capture" : entered ? "driver_error" : "no_context";
     return any;
+}
+
+const char *roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope)
+{
+    struct driver d;
+    uint64_t mask = atomic_load(&devices_used);
+    if (!mask)
+        return "cuda_no_device";
+    if (!driver_get(&d))
+        return "cuda_no_driver_entry";
+    scope->saved = current_context(&d);
+    for (int dev = 0; dev < MAX_DEVICES; dev++) {
+        if ((mask & (1ull << dev)) && primary_enter(&d, dev)) {
+            scope->device = dev;
+            return NULL;
+        }
+    }
+    return "cuda_no_context";
+}
+
+void roundtrim_cuda_context_leave(const struct roundtrim_cuda_scope *scope)
+{
+    struct driver d;
+    if (driver_get(&d))
+        primary_leave(&d, scope->device, scope->saved);
 }
 
 /* This round's counters of one class of memory, which start again from zero (the peak from
@@ -420,7 +595,7 @@ bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out)
     out->live_bytes = c.live_bytes;
     out->peak_bytes = c.peak_bytes;
     out->present = true;
-    out->have_mem_info = mem_info(&out->free_mem, &out->total_mem);
+    out->have_mem_info = mem_info(&out->free_mem, &out->total_mem, &out->mem_info_skipped);
     return true;
 }
 
@@ -458,15 +633,17 @@ static bool trim_one(const struct driver *d, CUmemoryPool pool, uint64_t *releas
     return true;
 }
 
-/* The next created pool after index *at that no destroy is waiting on, marked busy. */
-static bool created_pool_next(int *at, CUmemoryPool *pool)
+/* The next created pool of device dev (-1: host pools) after index *at that no destroy is waiting
+ * on, marked busy. */
+static bool created_pool_next(int *at, int dev, CUmemoryPool *pool)
 {
     bool found = false;
     pthread_mutex_lock(&st.lock);
     for (int i = *at; i < MAX_POOLS; i++) {
-        if (st.pools[i].handle && !st.pools[i].dying) {
+        const struct created_pool *p = &st.pools[i];
+        if (p->handle && !p->dying && (p->host ? -1 : p->device) == dev) {
             st.pools[i].busy++;
-            *pool = (CUmemoryPool)st.pools[i].handle;
+            *pool = (CUmemoryPool)p->handle;
             *at = i;
             found = true;
             break;
@@ -483,44 +660,108 @@ static void created_pool_done(int at)
     pthread_mutex_unlock(&st.lock);
 }
 
+/* Devices with created pools (bit per ordinal); *host: whether there are host pools. */
+static uint64_t created_pool_devices(bool *host)
+{
+    uint64_t mask = 0;
+    *host = false;
+    pthread_mutex_lock(&st.lock);
+    for (int i = 0; i < MAX_POOLS; i++) {
+        const struct created_pool *p = &st.pools[i];
+        if (!p->handle)
+            continue;
+        if (p->host)
+            *host = true;
+        else if (p->device >= 0 && p->device < MAX_DEVICES)
+            mask |= 1ull << p->device;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return mask;
+}
+
+/* Trims the created pools of dev (-1: host pools); stops once a capture has begun. */
+static bool trim_created(const struct driver *d, int dev, uint64_t *released, bool *stop)
+{
+    bool any = false;
+    CUmemoryPool pool;
+    for (int at = 0; !*stop && created_pool_next(&at, dev, &pool); at++) {
+        any |= trim_one(d, pool, released);
+        created_pool_done(at);
+        *stop = roundtrim_cuda_capture_active();
+    }
+    return any;
+}
+
+/* One device's pools, inside its primary context: synchronize first (frees still queued on a
+ * stream count as used and stay), then its default pool when it served stream-ordered
+ * allocations, its created pools, and the host pools when asked. */
+static bool trim_device(const struct driver *d, int dev, bool host_pools, uint64_t *released,
+                        bool *stop)
+{
+    bool any = false;
+    *stop = roundtrim_cuda_capture_active();
+    if (!*stop && d->ctx_synchronize)
+        *stop = capture_error(d->ctx_synchronize());
+    CUmemoryPool pool = NULL;
+    if (!*stop && (atomic_load(&devices_async) & (1ull << dev)) && d->default_pool &&
+        d->default_pool(&pool, dev) == CUDA_SUCCESS && pool)
+        any |= trim_one(d, pool, released);
+    if (!*stop)
+        any |= trim_created(d, dev, released, stop);
+    if (!*stop && host_pools)
+        any |= trim_created(d, -1, released, stop);
+    return any;
+}
+
 bool roundtrim_cuda_pool_trim(uint64_t *released_bytes)
 {
     struct driver d;
+    bool host_pools;
     *released_bytes = 0;
+    pool_trim_skipped = NULL;
+    if (!atomic_load(&seen))
+        return false;
+    uint64_t work = atomic_load(&devices_async) | created_pool_devices(&host_pools);
+    /* Host pools are trimmed inside the first device context the program uses. */
+    uint64_t mask = work | (host_pools ? atomic_load(&devices_used) : 0);
+    if (!work && !host_pools)
+        return false; /* no stream-ordered memory: nothing to trim, nothing worth saying */
     /* A synchronize during a capture would invalidate the program's graph. */
-    if (!atomic_load(&seen) || roundtrim_cuda_capture_active())
+    if (roundtrim_cuda_capture_active()) {
+        pool_trim_skipped = "cuda_capture";
         return false;
-    if (!driver_get(&d) || !d.pool_trim)
+    }
+    if (!driver_get(&d) || !d.pool_trim) {
+        pool_trim_skipped = "no_driver_entry";
         return false;
+    }
     CUcontext saved = current_context(&d);
-    uint64_t mask = atomic_load(&devices_used);
-    bool any = false, stop = false;
+    bool any = false, stop = false, entered = false;
     /* Another thread may begin a capture at any moment: checked again right before every
      * synchronize and every trim, and once one has begun the rest waits for a later round. What
      * remains is the window inside the driver hooks themselves, between the driver starting a
-     * capture and the hook counting it. */
+     * capture and the hook counting it. A device whose primary context the program does not
+     * keep active is left alone: entering it would create a context. */
     for (int dev = 0; dev < MAX_DEVICES && !stop; dev++) {
-        if (!(mask & (1ull << dev)))
+        bool host_here = host_pools && !entered;
+        if (!(mask & (1ull << dev)) || (!(work & (1ull << dev)) && !host_here) ||
+            !primary_enter(&d, dev))
             continue;
-        /* Synchronize first: frees still queued on a stream count as used and stay. */
-        bool entered = primary_enter(&d, dev);
-        stop = roundtrim_cuda_capture_active();
-        if (!stop && entered && d.ctx_synchronize)
-            stop = capture_error(d.ctx_synchronize());
-        CUmemoryPool pool = NULL;
-        if (!stop && d.default_pool && d.default_pool(&pool, dev) == CUDA_SUCCESS && pool)
-            any |= trim_one(&d, pool, released_bytes);
-        if (entered)
-            primary_leave(&d, dev, saved);
+        any |= trim_device(&d, dev, host_here, released_bytes, &stop);
+        entered = true;
+        primary_leave(&d, dev, saved);
         stop = stop || roundtrim_cuda_capture_active();
     }
-    CUmemoryPool pool;
-    for (int at = 0; !stop && created_pool_next(&at, &pool); at++) {
-        any |= trim_one(&d, pool, released_bytes);
-        created_pool_done(at);
-        stop = roundtrim_cuda_capture_active();
-    }
+    if (stop)
+        pool_trim_skipped = "cuda_capture";
+    else if (!entered)
+        pool_trim_skipped = "no_context";
     return any;
+}
+
+const char *roundtrim_cuda_pool_trim_skipped(void)
+{
+    return pool_trim_skipped;
 }
 
 void roundtrim_cuda_fork_child(void)
@@ -535,5 +776,6 @@ void roundtrim_cuda_fork_child(void)
     memset(st.pools, 0, sizeof st.pools);
     atomic_store(&seen, false);
     atomic_store(&devices_used, 0);
+    atomic_store(&devices_async, 0);
     atomic_store(&captures, 0);
 }

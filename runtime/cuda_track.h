@@ -11,8 +11,25 @@
  * live bytes). Returns false, leaving out->present false, when the driver was never seen. */
 bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out);
 
-/* Trims every stream-ordered pool the process used to zero. Returns false when there was none. */
+/* Trims to zero every stream-ordered pool the process used, each device's inside its primary
+ * context: the default pools of devices that allocated stream-ordered memory, and the created
+ * pools. Returns false when nothing was trimmed; roundtrim_cuda_pool_trim_skipped() then says
+ * why when that is news ("cuda_capture", "no_context"), NULL when there was nothing to trim. */
 bool roundtrim_cuda_pool_trim(uint64_t *released_bytes);
+const char *roundtrim_cuda_pool_trim_skipped(void);
+
+/* For CUDA work on a thread of roundtrim's own (torch.cuda.empty_cache() on the Python helper):
+ * makes current the primary context of the lowest device the program used whose primary context
+ * it keeps active, so that the runtime finds a current context instead of creating one on device
+ * 0. Returns NULL when entered (call roundtrim_cuda_context_leave after the work), else why not:
+ * "cuda_no_device" (no device memory seen), "cuda_no_context" (none active),
+ * "cuda_no_driver_entry". */
+struct roundtrim_cuda_scope {
+    int device;
+    void *saved; /* the context current before, made current again on leaving */
+};
+const char *roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope);
+void roundtrim_cuda_context_leave(const struct roundtrim_cuda_scope *scope);
 
 /* Whether a stream capture is active anywhere in the process (counted by the driver hooks): no
  * device synchronize, pool trim or torch.cuda.empty_cache() may run then. */

@@ -114,9 +114,17 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
      * current stream; the driver hooks count every capture in the process. */
     if (roundtrim_cuda_capture_active())
         return "cuda_capture";
+    /* This helper thread has no current context: the runtime would create one on device 0. One
+     * call releases every device's cache (the native allocator walks all of them; the
+     * cudaMallocAsync one switches devices itself), so one device of the program's suffices. */
+    struct roundtrim_cuda_scope scope;
+    const char *why = roundtrim_cuda_context_enter(&scope);
+    if (why)
+        return why;
     uint64_t t0 = roundtrim_now_us();
     py_object *r = call_torch_cuda(cuda, "empty_cache");
     out->us = roundtrim_now_us() - t0;
+    roundtrim_cuda_context_leave(&scope);
     if (!r) {
         P.Err_Clear();
         return "failed";

@@ -80,6 +80,8 @@ static void cleanup(struct roundtrim_round_record *r)
             r->torch_empty_cache_skipped = torch_skip_worth_saying();
         if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
             r->actions |= RT_ACT_CUDA_POOL_TRIM;
+        else
+            r->cuda_pool_trim_skipped = roundtrim_cuda_pool_trim_skipped();
     }
     r->cleanup_us = roundtrim_now_us() - t0;
     cleanups++;

@@ -9,9 +9,10 @@
 void *roundtrim_cuda_driver_sym(const char *name);
 
 /* For dlsym(handle, name) with a real handle and a name that starts with "cu" and an upper-case
- * letter: our wrapper when name is an entry point we wrap and the lookup lands in the driver
- * library, else NULL (the caller then forwards the lookup untouched). */
-void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name);
+ * letter, called from code at address caller: our wrapper when name is an entry point we wrap,
+ * handle is the driver object this process loaded and the caller is not that driver itself, else
+ * NULL (the caller then forwards the lookup untouched). */
+void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name, const void *caller);
 
 /* The real dlsym (resolved lazily with dlvsym); NULL while it cannot be resolved. */
 void *(*roundtrim_real_dlsym(void))(void *, const char *);

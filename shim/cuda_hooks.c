@@ -4,8 +4,22 @@
  * Programs reach the driver three ways, and all three end here:
  *  - linked with -lcuda: the dynamic linker binds their calls to these exports (we are preloaded);
  *  - dlopen("libcuda.so.1") + dlsym: the dlsym hook hands out these wrappers (shim/dlsym_hook.c);
- *  - cuGetProcAddress*: the wrappers below map the pointer the driver returns back to the exported
- *    name it is and hand out the wrapper of exactly that variant (_v2, _ptsz included).
+ *  - cuGetProcAddress*: the wrappers below take the driver's answer for the requested name,
+ *    version and flags, decide which exact variant (ABI) that request selects (the PFN_* versions
+ *    of cudaTypedefs.h: cuMemAlloc at >= 3020 is cuMemAlloc_v2, the per-thread-stream flag
+ *    selects _ptsz...), keep the driver's pointer as that wrapper's real function and hand out
+ *    the wrapper. A pointer equal to one of the driver's exports names its variant by itself:
+ *    that match is the fallback, and wins when the two disagree.
+ *
+ * The real function of a wrapper is stored once per wrapper: the first answer a lookup gave for
+ * that exact variant (cuGetProcAddress, or dlsym on the driver's handle). A variant is one ABI and
+ * one stream semantics, so a driver that hands out another address for it later (an internal
+ * address next to the export) hands out the same implementation, and keeping the first means
+ * one implementation per wrapper from then on. Before any lookup the wrapper uses what the
+ * dynamic linker finds after this library (RTLD_NEXT: the driver, or another interposer loaded
+ * after us); the first lookup's answer replaces that once. Another interposer's pointer coming
+ * back from a lookup is kept as the real function like any other: its hook stays in the chain,
+ * after ours.
  *
  * Runtime API: libcudart (shared or static) fetches the driver through cuGetProcAddress, so
  * cudaMalloc, cudaMallocAsync, cudaFree... are counted here, at the driver level, and only here:
@@ -19,6 +33,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -48,6 +63,9 @@ RT_API cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 RT_API cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                    const CUmemAllocationProp *prop, unsigned long long flags);
 RT_API cuMemRelease(CUmemGenericAllocationHandle handle);
+RT_API cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                unsigned long long flags);
+RT_API cuMemUnmap(CUdeviceptr ptr, size_t size);
 RT_API cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 RT_API cuMemAllocHost_v2(void **pp, size_t bytesize);
 RT_API cuMemFreeHost(void *p);
@@ -70,6 +88,8 @@ RT_API cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
 RT_API cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 RT_API cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                            CUdriverProcAddressQueryResult *symbolStatus);
+RT_API cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                                CUdriverProcAddressQueryResult *symbolStatus);
 #undef RT_API
 
 /* Every entry point we wrap, by exported name. */
@@ -86,6 +106,8 @@ RT_API cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuui
     X(cuMemFreeAsync_ptsz)                                                                         \
     X(cuMemCreate)                                                                                 \
     X(cuMemRelease)                                                                                \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
     X(cuMemHostAlloc)                                                                              \
     X(cuMemAllocHost_v2)                                                                           \
     X(cuMemFreeHost)                                                                               \
@@ -100,7 +122,8 @@ RT_API cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuui
     X(cuStreamEndCapture)                                                                          \
     X(cuStreamEndCapture_ptsz)                                                                     \
     X(cuGetProcAddress)                                                                            \
-    X(cuGetProcAddress_v2)
+    X(cuGetProcAddress_v2)                                                                         \
+    X(cuGetProcAddress_v2_ptsz)
 
 enum entry_id {
 #define X(name) ID_##name,
@@ -121,8 +144,10 @@ static void *const entry_wrapper[ENTRY_COUNT] = {
 #undef X
 };
 
-/* The driver's implementation behind each wrapper, found lazily. */
+/* The driver's implementation behind each wrapper: what a lookup answered for that variant
+ * (written once), else what RTLD_NEXT found (written once, used until a lookup answers). */
 static _Atomic(void *) entry_real[ENTRY_COUNT];
+static _Atomic(void *) entry_next[ENTRY_COUNT];
 
 /* Handle of the loaded driver library (dlopen with RTLD_NOLOAD, so never a load of our own). */
 static _Atomic(void *) driver_handle;
@@ -139,7 +164,7 @@ static void *driver_handle_get(void)
         /* The process may have loaded the driver under another name: find it from a pointer. */
         for (int i = 0; i < ENTRY_COUNT && !h; i++) {
             Dl_info info;
-            void *p = atomic_load_explicit(&entry_real[i], memory_order_acquire);
+            void *p = atomic_load_explicit(&entry_next[i], memory_order_acquire);
             if (p && dladdr(p, &info) && info.dli_fname)
                 h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
         }
@@ -159,10 +184,20 @@ void *roundtrim_cuda_driver_sym(const char *name)
     return rdlsym && h ? rdlsym(h, name) : NULL;
 }
 
+static bool is_wrapper(const void *p)
+{
+    for (int i = 0; i < ENTRY_COUNT; i++)
+        if (entry_wrapper[i] == p)
+            return true;
+    return false;
+}
+
+/* A lookup's answer for exactly this variant; the first one stays (see the top of the file). */
 static void note_real(enum entry_id id, void *p)
 {
     void *expected = NULL;
-    atomic_compare_exchange_strong(&entry_real[id], &expected, p);
+    if (!is_wrapper(p))
+        atomic_compare_exchange_strong(&entry_real[id], &expected, p);
 }
 
 static void *resolve_real(enum entry_id id)
@@ -177,15 +212,19 @@ static void *resolve_real(enum entry_id id)
         void *h = driver_handle_get();
         p = h ? rdlsym(h, entry_name[id]) : NULL;
     }
-    if (!p || p == entry_wrapper[id])
+    if (!p || is_wrapper(p))
         return NULL;
-    note_real(id, p);
-    return atomic_load_explicit(&entry_real[id], memory_order_acquire);
+    void *expected = NULL;
+    atomic_compare_exchange_strong(&entry_next[id], &expected, p);
+    return atomic_load_explicit(&entry_next[id], memory_order_acquire);
 }
 
 static inline void *real_fn(enum entry_id id)
 {
     void *p = atomic_load_explicit(&entry_real[id], memory_order_acquire);
+    if (p)
+        return p;
+    p = atomic_load_explicit(&entry_next[id], memory_order_acquire);
     return p ? p : resolve_real(id);
 }
 
@@ -198,20 +237,76 @@ static inline void *real_fn(enum entry_id id)
 
 /* ---- small driver helpers (no lock of ours is held while they run) ---- */
 
-typedef CUresult (*ctx_get_device_fn)(CUdevice *);
+/* Driver entry points the hooks call themselves, by exported name, found once. */
+#define HELPER_ENTRIES(X)                                                                          \
+    X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                                    \
+    X(cuCtxGetCurrent, CUresult (*)(CUcontext *))                                                  \
+    X(cuCtxPushCurrent_v2, CUresult (*)(CUcontext))                                                \
+    X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                               \
+    X(cuStreamGetDevice, CUresult (*)(CUstream, CUdevice *))                                       \
+    X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext *))
+
+enum helper_id {
+#define X(name, type) H_##name,
+    HELPER_ENTRIES(X)
+#undef X
+        HELPER_COUNT
+};
+
+static _Atomic(void *) helper_fn[HELPER_COUNT];
+
+static void *helper_get(enum helper_id id)
+{
+    static const char *const names[HELPER_COUNT] = {
+#define X(name, type) #name,
+        HELPER_ENTRIES(X)
+#undef X
+    };
+    void *p = atomic_load_explicit(&helper_fn[id], memory_order_acquire);
+    if (!p && (p = roundtrim_cuda_driver_sym(names[id])) != NULL)
+        atomic_store_explicit(&helper_fn[id], p, memory_order_release);
+    return p;
+}
+
+#define HELPER(name) ((__typeof__(&name))helper_get(H_##name))
+
+/* The helpers' prototypes, for HELPER()'s types only (never defined here). */
+CUresult cuCtxGetDevice(CUdevice *device);
+CUresult cuCtxGetCurrent(CUcontext *pctx);
+CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device);
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
 
 static int current_device(void)
 {
-    static _Atomic(void *) fn;
-    void *p = atomic_load_explicit(&fn, memory_order_acquire);
-    if (!p) {
-        p = roundtrim_cuda_driver_sym("cuCtxGetDevice");
-        if (!p)
-            return -1;
-        atomic_store_explicit(&fn, p, memory_order_release);
-    }
+    __typeof__(&cuCtxGetDevice) get = HELPER(cuCtxGetDevice);
     CUdevice dev;
-    return ((ctx_get_device_fn)p)(&dev) == CUDA_SUCCESS ? dev : -1;
+    return get && get(&dev) == CUDA_SUCCESS ? dev : -1;
+}
+
+/* The device of a stream: stream-ordered memory comes from that device's pool, whichever context
+ * is current. cuStreamGetDevice (CUDA 12.8) answers directly; before it, the stream's context
+ * is asked for its device (made current for that one question when it is not already). */
+static int stream_device(CUstream stream)
+{
+    __typeof__(&cuStreamGetDevice) get_device = HELPER(cuStreamGetDevice);
+    CUdevice dev;
+    if (get_device && get_device(stream, &dev) == CUDA_SUCCESS)
+        return dev;
+    __typeof__(&cuStreamGetCtx) get_ctx = HELPER(cuStreamGetCtx);
+    __typeof__(&cuCtxGetCurrent) get_current = HELPER(cuCtxGetCurrent);
+    CUcontext ctx = NULL, cur = NULL;
+    if (!get_ctx || !get_current || get_ctx(stream, &ctx) != CUDA_SUCCESS || !ctx ||
+        get_current(&cur) != CUDA_SUCCESS || ctx == cur)
+        return current_device();
+    __typeof__(&cuCtxPushCurrent_v2) push = HELPER(cuCtxPushCurrent_v2);
+    __typeof__(&cuCtxPopCurrent_v2) pop = HELPER(cuCtxPopCurrent_v2);
+    if (!push || !pop || push(ctx) != CUDA_SUCCESS)
+        return current_device();
+    int d = current_device();
+    pop(&cur);
+    return d;
 }
 
 static int location_device(const CUmemLocation *loc, bool *host)
@@ -294,11 +389,15 @@ ROUNDTRIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 /* ---- stream-ordered allocations ---- */
 
-static void async_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize)
+/* Counted on the stream's device: the memory comes from that device's current pool. */
+static void async_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     roundtrim_cuda_mark_seen();
-    if (rc == CUDA_SUCCESS)
-        device_alloc(*dptr, bytesize); /* from the current device's current pool */
+    if (rc != CUDA_SUCCESS)
+        return;
+    int dev = stream_device(stream);
+    roundtrim_cuda_alloc_note(*dptr, bytesize, dev, 0);
+    roundtrim_cuda_async_device_note(dev);
 }
 
 ROUNDTRIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -307,7 +406,7 @@ ROUNDTRIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CU
     if (!real)
         return NO_DRIVER;
     CUresult rc = real(dptr, bytesize, hStream);
-    async_alloc(rc, dptr, bytesize);
+    async_alloc(rc, dptr, bytesize, hStream);
     return rc;
 }
 
@@ -317,22 +416,30 @@ ROUNDTRIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesiz
     if (!real)
         return NO_DRIVER;
     CUresult rc = real(dptr, bytesize, hStream);
-    async_alloc(rc, dptr, bytesize);
+    async_alloc(rc, dptr, bytesize, hStream);
     return rc;
 }
 
-static void pool_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool)
+/* Counted on the pool's device. A pool the process did not create (a device's default or
+ * current pool) is taken to be the stream's device's, whose default pool the cleanup trims. */
+static void pool_alloc(CUresult rc, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                       CUstream stream)
 {
     roundtrim_cuda_mark_seen();
     if (rc != CUDA_SUCCESS)
         return;
     int dev = -1;
     bool host = false;
-    if (!roundtrim_cuda_pool_lookup((uintptr_t)pool, &dev, &host))
-        dev = current_device(); /* a default or imported pool */
+    bool created = roundtrim_cuda_pool_lookup((uintptr_t)pool, &dev, &host);
+    if (!created)
+        dev = stream_device(stream);
     roundtrim_cuda_alloc_note(*dptr, bytesize, dev, host ? ROUNDTRIM_CUDA_HOST : 0);
-    if (!host)
+    if (host)
+        return;
+    if (created)
         roundtrim_cuda_device_note(dev);
+    else
+        roundtrim_cuda_async_device_note(dev);
 }
 
 ROUNDTRIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -342,7 +449,7 @@ ROUNDTRIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t byte
     if (!real)
         return NO_DRIVER;
     CUresult rc = real(dptr, bytesize, pool, hStream);
-    pool_alloc(rc, dptr, bytesize, pool);
+    pool_alloc(rc, dptr, bytesize, pool, hStream);
     return rc;
 }
 
@@ -353,7 +460,7 @@ ROUNDTRIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t
     if (!real)
         return NO_DRIVER;
     CUresult rc = real(dptr, bytesize, pool, hStream);
-    pool_alloc(rc, dptr, bytesize, pool);
+    pool_alloc(rc, dptr, bytesize, pool, hStream);
     return rc;
 }
 
@@ -391,8 +498,9 @@ ROUNDTRIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream
 
 /* ---- virtual memory management (PyTorch expandable segments) ---- */
 
-/* Physical memory is counted at cuMemCreate, keyed by its handle; cuMemMap/cuMemUnmap only move
- * it in the address space. */
+/* Physical memory is counted at cuMemCreate, keyed by its handle, and freed when the handle is
+ * released and no longer mapped: cuMemRelease of a mapped handle leaves the memory alive until its
+ * last cuMemUnmap (the driver frees it then). cuMemMap/cuMemUnmap are followed for that only. */
 ROUNDTRIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                       const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -411,15 +519,40 @@ ROUNDTRIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size
     return rc;
 }
 
-static CUresult forward_mem_release(void *arg)
-{
-    __typeof__(&cuMemRelease) real = REAL(cuMemRelease);
-    return real ? real(*(CUmemGenericAllocationHandle *)arg) : NO_DRIVER;
-}
-
 ROUNDTRIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    return tracked_free(handle, ROUNDTRIM_CUDA_HANDLE, forward_mem_release, &handle);
+    __typeof__(&cuMemRelease) real = REAL(cuMemRelease);
+    if (!real)
+        return NO_DRIVER;
+    struct roundtrim_cuda_release r;
+    roundtrim_cuda_release_begin(handle, &r);
+    CUresult rc = real(handle);
+    roundtrim_cuda_mark_seen();
+    roundtrim_cuda_release_end(&r, rc == CUDA_SUCCESS);
+    return rc;
+}
+
+ROUNDTRIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                   CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    __typeof__(&cuMemMap) real = REAL(cuMemMap);
+    if (!real)
+        return NO_DRIVER;
+    CUresult rc = real(ptr, size, offset, handle, flags);
+    if (rc == CUDA_SUCCESS)
+        roundtrim_cuda_map_note(ptr, size, handle);
+    return rc;
+}
+
+ROUNDTRIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    __typeof__(&cuMemUnmap) real = REAL(cuMemUnmap);
+    if (!real)
+        return NO_DRIVER;
+    CUresult rc = real(ptr, size);
+    if (rc == CUDA_SUCCESS)
+        roundtrim_cuda_unmap_note(ptr, size);
+    return rc;
 }
 
 /* ---- pinned host memory: counted apart, never in the cuda_* device counters ---- */
@@ -612,8 +745,70 @@ ROUNDTRIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phG
 
 /* ---- cuGetProcAddress: where libcudart gets every other entry point ---- */
 
-/* The driver's export of every wrapped name, to recognise what cuGetProcAddress returns. Built
- * once, on the first lookup (it runs before cuInit, so it never initialises anything). */
+/* Which wrapper a request selects: for a name, the variant with the highest "since" not above the
+ * requested version, among the per-thread-stream ones when the request has that flag (the driver
+ * falls back to the plain variant when a name has none). From the PFN_<name>_v<since>[_ptsz]
+ * typedefs of cudaTypedefs.h (CUDA 13.0); variants older than the first listed (the 32-bit
+ * cuMemAlloc of 2000...) are not wrapped. */
+#define TABLE_VERSION 13000 /* newest cudaTypedefs.h the table was checked against */
+
+static const struct variant {
+    const char *name;
+    int since;
+    bool per_thread;
+    enum entry_id id;
+} variants[] = {
+    {"cuMemAlloc", 3020, false, ID_cuMemAlloc_v2},
+    {"cuMemAllocPitch", 3020, false, ID_cuMemAllocPitch_v2},
+    {"cuMemFree", 3020, false, ID_cuMemFree_v2},
+    {"cuMemAllocHost", 3020, false, ID_cuMemAllocHost_v2},
+    {"cuMemFreeHost", 2000, false, ID_cuMemFreeHost},
+    {"cuMemHostAlloc", 2020, false, ID_cuMemHostAlloc},
+    {"cuMemAllocManaged", 6000, false, ID_cuMemAllocManaged},
+    {"cuMemCreate", 10020, false, ID_cuMemCreate},
+    {"cuMemRelease", 10020, false, ID_cuMemRelease},
+    {"cuMemMap", 10020, false, ID_cuMemMap},
+    {"cuMemUnmap", 10020, false, ID_cuMemUnmap},
+    {"cuMemAllocAsync", 11020, false, ID_cuMemAllocAsync},
+    {"cuMemAllocAsync", 11020, true, ID_cuMemAllocAsync_ptsz},
+    {"cuMemAllocFromPoolAsync", 11020, false, ID_cuMemAllocFromPoolAsync},
+    {"cuMemAllocFromPoolAsync", 11020, true, ID_cuMemAllocFromPoolAsync_ptsz},
+    {"cuMemFreeAsync", 11020, false, ID_cuMemFreeAsync},
+    {"cuMemFreeAsync", 11020, true, ID_cuMemFreeAsync_ptsz},
+    {"cuMemPoolCreate", 11020, false, ID_cuMemPoolCreate},
+    {"cuMemPoolDestroy", 11020, false, ID_cuMemPoolDestroy},
+    {"cuStreamBeginCapture", 10000, false, ID_cuStreamBeginCapture},
+    {"cuStreamBeginCapture", 10000, true, ID_cuStreamBeginCapture_ptsz},
+    {"cuStreamBeginCapture", 10010, false, ID_cuStreamBeginCapture_v2},
+    {"cuStreamBeginCapture", 10010, true, ID_cuStreamBeginCapture_v2_ptsz},
+    {"cuStreamBeginCaptureToGraph", 12030, false, ID_cuStreamBeginCaptureToGraph},
+    {"cuStreamBeginCaptureToGraph", 12030, true, ID_cuStreamBeginCaptureToGraph_ptsz},
+    {"cuStreamEndCapture", 10000, false, ID_cuStreamEndCapture},
+    {"cuStreamEndCapture", 10000, true, ID_cuStreamEndCapture_ptsz},
+    {"cuGetProcAddress", 11030, false, ID_cuGetProcAddress},
+    {"cuGetProcAddress", 12000, false, ID_cuGetProcAddress_v2},
+    {"cuGetProcAddress", 12000, true, ID_cuGetProcAddress_v2_ptsz},
+};
+
+/* The wrapper of the variant (name, version, per_thread) names exactly, or -1. known: whether the
+ * name is one we wrap at all. */
+static int variant_pick(const char *symbol, int version, bool per_thread, bool *known)
+{
+    const struct variant *best = NULL;
+    *known = false;
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        const struct variant *v = &variants[i];
+        if (strcmp(v->name, symbol) != 0)
+            continue;
+        *known = true;
+        if (v->per_thread == per_thread && v->since <= version && (!best || v->since > best->since))
+            best = v;
+    }
+    return best ? (int)best->id : -1;
+}
+
+/* The driver's export of every wrapped name, for the address match. Built once, on the first
+ * lookup (it runs before cuInit, so it never initialises anything). */
 static void *entry_export[ENTRY_COUNT];
 static pthread_once_t entry_export_once = PTHREAD_ONCE_INIT;
 
@@ -625,51 +820,108 @@ static void entry_export_build(void)
         return;
     for (int i = 0; i < ENTRY_COUNT; i++) {
         void *p = rdlsym(h, entry_name[i]);
-        entry_export[i] = p == entry_wrapper[i] ? NULL : p;
+        entry_export[i] = is_wrapper(p) ? NULL : p;
     }
 }
 
-/* Our wrapper for a pointer the driver handed out, or the pointer itself when it is not one of
- * the exports we wrap (an unknown entry point, a legacy ABI variant, a newer _vN): matching by
- * address rather than by the requested name keeps the exact variant the driver chose for the
- * caller's version and flags. */
-static void *substitute_pointer(void *p)
+static int export_match(const void *p)
 {
-    if (!p)
-        return p;
     pthread_once(&entry_export_once, entry_export_build);
-    for (int i = 0; i < ENTRY_COUNT; i++) {
-        if (entry_export[i] == p) {
-            note_real((enum entry_id)i, p);
-            return entry_wrapper[i];
-        }
-    }
-    return p;
+    for (int i = 0; i < ENTRY_COUNT; i++)
+        if (entry_export[i] == p)
+            return i;
+    return -1;
+}
+
+/* The real lookup a wrapper forwarded to, so that the decision can ask the driver again. */
+struct lookup {
+    enum entry_id form; /* ID_cuGetProcAddress: the 4-argument form */
+    void *real;
+};
+
+static void *lookup_again(const struct lookup *l, const char *symbol, int version, cuuint64_t flags)
+{
+    void *p = NULL;
+    CUdriverProcAddressQueryResult status;
+    CUresult rc =
+        l->form == ID_cuGetProcAddress
+            ? ((__typeof__(&cuGetProcAddress))l->real)(symbol, &p, version, flags)
+            : ((__typeof__(&cuGetProcAddress_v2))l->real)(symbol, &p, version, flags, &status);
+    return rc == CUDA_SUCCESS ? p : NULL;
+}
+
+/* The wrapper to hand out for the driver's answer p to (symbol, version, flags), or p itself.
+ * Where the table alone could be wrong, the driver is asked again: a per-thread request is the
+ * _ptsz variant only if the driver answers it differently from the plain one (for names without
+ * one, and for cuGetProcAddress, it may not), and a version newer than the table is trusted only
+ * if the driver gives the same answer at the table's version (a newer _vN would differ). */
+static void *substitute(const struct lookup *l, const char *symbol, int version, cuuint64_t flags,
+                        void *p)
+{
+    if (!p || !symbol || is_wrapper(p))
+        return p;
+    bool known, per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    int v = version < TABLE_VERSION ? version : TABLE_VERSION;
+    int id = variant_pick(symbol, v, false, &known);
+    if (known && per_thread &&
+        lookup_again(l, symbol, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM) != p)
+        id = variant_pick(symbol, v, true, &known);
+    if (id >= 0 && version > TABLE_VERSION && lookup_again(l, symbol, TABLE_VERSION, flags) != p)
+        id = -1;
+    int by_address = export_match(p);
+    if (by_address >= 0)
+        id = by_address; /* the driver's own export names its variant */
+    if (id < 0)
+        return p;
+    note_real((enum entry_id)id, p);
+    return entry_wrapper[id];
+}
+
+static CUresult lookup_v2(enum entry_id form, const char *symbol, void **pfn, int cudaVersion,
+                          cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+{
+    struct lookup l = {form, real_fn(form)};
+    if (!l.real && form == ID_cuGetProcAddress_v2_ptsz) /* drivers that do not export it */
+        l = (struct lookup){ID_cuGetProcAddress_v2, real_fn(ID_cuGetProcAddress_v2)};
+    if (!l.real)
+        return NO_DRIVER;
+    CUresult rc =
+        ((__typeof__(&cuGetProcAddress_v2))l.real)(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn)
+        *pfn = substitute(&l, symbol, cudaVersion, flags, *pfn);
+    return rc;
 }
 
 ROUNDTRIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                               cuuint64_t flags,
                                               CUdriverProcAddressQueryResult *symbolStatus)
 {
-    __typeof__(&cuGetProcAddress_v2) real = REAL(cuGetProcAddress_v2);
-    if (!real)
-        return NO_DRIVER;
-    CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (rc == CUDA_SUCCESS && pfn)
-        *pfn = substitute_pointer(*pfn);
-    return rc;
+    return lookup_v2(ID_cuGetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/* What cuda.h's per-thread-default-stream builds call: a request naming neither stream flavour
+ * means per-thread. The flag is made explicit before the driver sees it, so the decision above and
+ * the driver's answer agree whichever implementation the driver gave for this entry point. */
+ROUNDTRIM_EXPORT CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
+                                                   cuuint64_t flags,
+                                                   CUdriverProcAddressQueryResult *symbolStatus)
+{
+    if (!(flags &
+          (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
+        flags |= CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    return lookup_v2(ID_cuGetProcAddress_v2_ptsz, symbol, pfn, cudaVersion, flags, symbolStatus);
 }
 
 /* The CUDA 11.3-11.8 form, without the status out-parameter. */
 ROUNDTRIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                            cuuint64_t flags)
 {
-    __typeof__(&cuGetProcAddress) real = REAL(cuGetProcAddress);
-    if (!real)
+    struct lookup l = {ID_cuGetProcAddress, real_fn(ID_cuGetProcAddress)};
+    if (!l.real)
         return NO_DRIVER;
-    CUresult rc = real(symbol, pfn, cudaVersion, flags);
+    CUresult rc = ((__typeof__(&cuGetProcAddress))l.real)(symbol, pfn, cudaVersion, flags);
     if (rc == CUDA_SUCCESS && pfn)
-        *pfn = substitute_pointer(*pfn);
+        *pfn = substitute(&l, symbol, cudaVersion, flags, *pfn);
     return rc;
 }
 
@@ -683,29 +935,30 @@ static int entry_find(const char *name)
     return -1;
 }
 
-/* Only lookups that land in the driver library get a wrapper: another library that happens to
- * export a cu* name (a vGPU layer, a stub) keeps its own. */
-static bool in_driver_library(void *p)
-{
-    Dl_info info;
-    if (!dladdr(p, &info) || !info.dli_fname)
-        return false;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    return strncmp(base, "libcuda.so", 10) == 0;
-}
-
-void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name)
+/* Only a lookup in the very driver object this process loaded as libcuda.so.1 gets a wrapper, and
+ * only when the caller is not that driver itself: a driver that looks itself up, or a loader stub
+ * that looks up the driver it loads (WSL2's libcuda.so.1 loads another libcuda file), keeps its
+ * own pointers, or every call would come back through our wrapper and the wrapper call itself.
+ * Another library that happens to export a cu* name (a vGPU layer, a stub) keeps its own too. */
+void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name, const void *caller)
 {
     int id = entry_find(name);
     if (id < 0)
         return NULL;
     void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    if (!rdlsym)
+    void *driver = driver_handle_get();
+    if (!rdlsym || !driver || handle != driver)
+        return NULL;
+    Dl_info info;
+    struct link_map *caller_map = NULL;
+    if (caller && dladdr1(caller, &info, (void **)&caller_map, RTLD_DL_LINKMAP) &&
+        (void *)caller_map == driver)
         return NULL;
     void *p = rdlsym(handle, name);
-    if (!p || p == entry_wrapper[id] || !in_driver_library(p))
+    if (!p || is_wrapper(p))
         return NULL; /* forwarded: the real dlsym gives the same answer to the caller */
+    /* Whatever the lookup found (the driver's export, or another interposer's hook in front of
+     * it) becomes the next function after our wrapper. */
     note_real((enum entry_id)id, p);
     return entry_wrapper[id];
 }

@@ -61,17 +61,26 @@ static int is_driver_name(const char *name)
     return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z';
 }
 
-/* Called by the trampoline with the caller's arguments. Returns the value dlsym should return, or
- * NULL to forward the call untouched to the real dlsym. */
-__attribute__((visibility("hidden"))) void *roundtrim_dlsym_decide(void *handle, const char *name);
+/* Called by the trampoline with the caller's arguments and its return address. Returns the value
+ * dlsym should return, or NULL to forward the call untouched to the real dlsym. */
+__attribute__((visibility("hidden"))) void *roundtrim_dlsym_decide(void *handle, const char *name,
+                                                                   const void *caller);
 
-void *roundtrim_dlsym_decide(void *handle, const char *name)
+/* Set while this thread decides: a dlsym reached from inside the decision (a loader, a driver
+ * stub's constructor, another interposer) is forwarded untouched instead of deciding again. */
+static __thread int deciding;
+
+void *roundtrim_dlsym_decide(void *handle, const char *name, const void *caller)
 {
+    /* First of all: the trampoline forwards to what this resolves. */
     if (!resolve_real_dlsym())
         return NULL;
     /* RTLD_DEFAULT finds our exported wrappers by itself (we are preloaded); RTLD_NEXT is an
      * interposer asking for the next one: both depend on the caller, so never touch them. */
-    if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !is_driver_name(name))
+    if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !is_driver_name(name) || deciding)
         return NULL;
-    return roundtrim_cuda_dlsym_substitute(handle, name);
+    deciding = 1;
+    void *p = roundtrim_cuda_dlsym_substitute(handle, name, caller);
+    deciding = 0;
+    return p;
 }

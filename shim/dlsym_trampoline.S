@@ -1,4 +1,4 @@
-/* The exported dlsym: asks roundtrim_dlsym_decide(handle, name) and either returns its answer or
+/* The exported dlsym: asks roundtrim_dlsym_decide(handle, name, return address) and either returns its answer or
  * tail-jumps to the real dlsym with the caller's return address untouched, so that RTLD_NEXT and
  * RTLD_DEFAULT keep resolving relative to the caller (see shim/dlsym_hook.c). If the real dlsym
  * cannot be resolved (only during a nested bootstrap lookup), it returns NULL. */
@@ -16,6 +16,7 @@ dlsym:
 #if defined(__CET__)
     endbr64
 #endif
+    movq    (%rsp), %rdx /* the caller's return address: the third argument */
     pushq   %rdi
     .cfi_adjust_cfa_offset 8
     pushq   %rsi
@@ -59,6 +60,7 @@ dlsym:
     .cfi_offset 30, -24
     mov     x29, sp
     stp     x0, x1, [sp, #16]
+    mov     x2, x30 /* the caller's return address: the third argument */
     bl      roundtrim_dlsym_decide
     mov     x9, x0
     ldp     x0, x1, [sp, #16]

@@ -11,16 +11,39 @@
  *   FAKECUDA_TOTAL_MEM=bytes     memory per device (default 16 GiB)
  *   FAKECUDA_FAIL_ALLOC_OVER=b   device allocations larger than b fail with OUT_OF_MEMORY (2)
  *   FAKECUDA_REPORT=1            at exit, print "fakecuda: init=... primary_retain=..." to stderr
+ *   FAKECUDA_PROC_INTERNAL=1     cuGetProcAddress* hands out internal addresses (functions of the
+ *                                same ABI that are not the exports), as a real driver may
+ *   FAKECUDA_NO_STREAM_DEVICE=1  cuStreamGetDevice answers NOT_SUPPORTED (a driver before 12.8)
+ *
+ * Like the real driver, the current context is per thread (a stack: cuCtxPush/PopCurrent), streams
+ * belong to the context current when they were created, stream-ordered memory comes from the
+ * default pool of the stream's device, and a VMM handle released while mapped keeps its memory
+ * until its last mapping is gone. What tests read (the report line, fakecudaTestStat):
+ *   touch_devN      driver calls that worked on device N (retain, synchronize, memory calls,
+ *                   mem info, pool trims, default pool lookups, streams created)
+ *   created_devN    contexts created on device N (a primary context activated, or cuCtxCreate)
+ *   implicit_devN   contexts the runtime stand-in (fakecudaTestRuntimeCall) had to make current
+ *                   on device N because the calling thread had none: what the real runtime does
+ *                   on such a thread, creating device 0's context when it is not active
+ *   trim_devN       pool trims of device N's pools
+ *   trim_outside_ctx  pool trims with no context current, or one of another device
+ *   ptsz_calls, legacy_calls  calls of the per-thread-stream variants and of their legacy twins
  *
  * Test-only entry points (not the driver's; programs reach them with dlsym on the driver handle):
  *   fakecudaTestStat(name)              a counter of the report ("sync", "trim", ...)
  *   fakecudaTestOnCall(entry, skip, cb) runs cb once, before the (skip+1)-th later call of
  *                                       entry ("retain", "sync"), so that a test can make
  *                                       something happen between two driver calls of roundtrim
+ *   fakecudaTestSelfLookup(name)        dlsym of name on the driver's own handle, from inside it
+ *   fakecudaTestRuntimeCall()           what a runtime API call (cudaFree...) does first: with no
+ *                                       context current, make the primary context of device 0
+ *                                       (the runtime's default device) current, activating it
+ *                                       when inactive; returns the device the call ran on
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,7 +54,7 @@
 #include "shim/cuda_types.h"
 
 #define EXPORT         __attribute__((visibility("default")))
-#define DRIVER_VERSION 13000
+#define DRIVER_VERSION 13050 /* newer than any toolkit roundtrim was checked against */
 #define MAX_DEV        8
 #define SLOT_SHIFT     32 /* one fake address range of 4 GiB per block */
 #define SLOTS          (1u << 15)
@@ -48,6 +71,8 @@ struct block {
     int device;
     int pool; /* for BK_POOL */
     uint64_t size;
+    int maps;      /* BK_VMM: live mappings */
+    bool released; /* BK_VMM: released while mapped, freed at its last unmap */
 };
 
 struct pool {
@@ -73,8 +98,34 @@ static int ndev = 1;
 static uint64_t total_mem = 16ull << 30;
 static uint64_t fail_over = UINT64_MAX;
 static int captures;
+static bool proc_internal, no_stream_device;
 static unsigned long stat_init, stat_retain, stat_activate, stat_ctx_create, stat_trim, stat_sync;
-static __thread struct context *current;
+static unsigned long stat_touch[MAX_DEV], stat_created[MAX_DEV], stat_implicit[MAX_DEV];
+static unsigned long stat_trim_dev[MAX_DEV];
+static unsigned long stat_trim_outside, stat_ptsz, stat_legacy;
+
+/* The calling thread's context stack; the current context is its top. */
+#define CTX_STACK 8
+static __thread struct context *ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+#define current (ctx_depth ? ctx_stack[ctx_depth - 1] : NULL)
+
+static void bump(unsigned long *counter)
+{
+    __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+}
+
+static void touch(int dev)
+{
+    if (dev >= 0 && dev < MAX_DEV)
+        bump(&stat_touch[dev]);
+}
+
+static void created(int dev)
+{
+    if (dev >= 0 && dev < MAX_DEV)
+        bump(&stat_created[dev]);
+}
 
 /* ---- setup ---- */
 
@@ -89,29 +140,49 @@ static unsigned long stat(unsigned long *counter)
     return __atomic_load_n(counter, __ATOMIC_RELAXED);
 }
 
+static const struct {
+    const char *name;
+    unsigned long *counter;
+    bool per_device; /* counter is an array of MAX_DEV: name<N> */
+} stats[] = {{"init", &stat_init, false},
+             {"primary_retain", &stat_retain, false},
+             {"primary_activate", &stat_activate, false},
+             {"ctx_create", &stat_ctx_create, false},
+             {"trim", &stat_trim, false},
+             {"sync", &stat_sync, false},
+             {"trim_outside_ctx", &stat_trim_outside, false},
+             {"ptsz_calls", &stat_ptsz, false},
+             {"legacy_calls", &stat_legacy, false},
+             {"touch_dev", stat_touch, true},
+             {"created_dev", stat_created, true},
+             {"implicit_dev", stat_implicit, true},
+             {"trim_dev", stat_trim_dev, true}};
+
 static void report(void)
 {
-    fprintf(stderr,
-            "fakecuda: init=%lu primary_retain=%lu primary_activate=%lu ctx_create=%lu trim=%lu "
-            "sync=%lu\n",
-            stat(&stat_init), stat(&stat_retain), stat(&stat_activate), stat(&stat_ctx_create),
-            stat(&stat_trim), stat(&stat_sync));
+    fprintf(stderr, "fakecuda:");
+    for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++) {
+        for (int d = 0; d < (stats[i].per_device ? ndev : 1); d++) {
+            if (stats[i].per_device)
+                fprintf(stderr, " %s%d=%lu", stats[i].name, d, stat(&stats[i].counter[d]));
+            else
+                fprintf(stderr, " %s=%lu", stats[i].name, stat(stats[i].counter));
+        }
+    }
+    fprintf(stderr, "\n");
 }
 
 EXPORT unsigned long fakecudaTestStat(const char *name)
 {
-    static const struct {
-        const char *name;
-        unsigned long *counter;
-    } stats[] = {{"init", &stat_init},
-                 {"primary_retain", &stat_retain},
-                 {"primary_activate", &stat_activate},
-                 {"ctx_create", &stat_ctx_create},
-                 {"trim", &stat_trim},
-                 {"sync", &stat_sync}};
-    for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++)
-        if (strcmp(stats[i].name, name) == 0)
+    for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++) {
+        size_t n = strlen(stats[i].name);
+        if (strncmp(stats[i].name, name, n) != 0)
+            continue;
+        if (!stats[i].per_device && name[n] == '\0')
             return stat(stats[i].counter);
+        if (stats[i].per_device && name[n] >= '0' && name[n] < '0' + MAX_DEV && !name[n + 1])
+            return stat(&stats[i].counter[name[n] - '0']);
+    }
     return (unsigned long)-1;
 }
 
@@ -154,6 +225,8 @@ __attribute__((constructor)) static void fake_setup(void)
         ndev = 1;
     total_mem = env_u64("FAKECUDA_TOTAL_MEM", total_mem);
     fail_over = env_u64("FAKECUDA_FAIL_ALLOC_OVER", UINT64_MAX);
+    proc_internal = env_u64("FAKECUDA_PROC_INTERNAL", 0) != 0;
+    no_stream_device = env_u64("FAKECUDA_NO_STREAM_DEVICE", 0) != 0;
     for (uint32_t i = 0; i < SLOTS; i++)
         free_stack[i] = SLOTS - 1 - i;
     free_top = SLOTS;
@@ -179,7 +252,7 @@ static bool block_new(enum block_kind kind, int device, int pool, uint64_t size,
     if (!free_top)
         return false;
     uint32_t i = free_stack[--free_top];
-    blocks[i] = (struct block){kind, device, pool, size};
+    blocks[i] = (struct block){kind, device, pool, size, 0, false};
     *key = ADDR_BASE + ((uint64_t)i << SLOT_SHIFT);
     return true;
 }
@@ -200,7 +273,7 @@ static void block_drop(struct block *b)
 
 static uint64_t device_used(int dev)
 {
-    uint64_t used = 0;
+    uint64_t used = 0; /* a released VMM block still mapped is still used */
     for (uint32_t i = 0; i < SLOTS; i++)
         if (blocks[i].device == dev && (blocks[i].kind == BK_LINEAR ||
                                         blocks[i].kind == BK_MANAGED || blocks[i].kind == BK_VMM))
@@ -213,6 +286,7 @@ static uint64_t device_used(int dev)
 
 static CUresult device_alloc(enum block_kind kind, int dev, uint64_t size, uint64_t *key)
 {
+    touch(dev);
     if (size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (size > fail_over || size > (1ull << SLOT_SHIFT))
@@ -281,10 +355,13 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (dev < 0 || dev >= ndev)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lock);
-    if (primary_refs[dev]++ == 0)
+    if (primary_refs[dev]++ == 0) {
         stat_activate++; /* the real driver creates the context here */
+        created(dev);
+    }
     stat_retain++;
     pthread_mutex_unlock(&lock);
+    touch(dev);
     *pctx = (CUcontext)&primary[dev];
     return CUDA_SUCCESS;
 }
@@ -331,9 +408,15 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev
     struct context *c = malloc(sizeof *c);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if (ctx_depth == CTX_STACK) {
+        free(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *c = (struct context){dev, false};
     __atomic_fetch_add(&stat_ctx_create, 1, __ATOMIC_RELAXED);
-    current = c;
+    created(dev);
+    touch(dev);
+    ctx_stack[ctx_depth++] = c; /* a created context is pushed on the caller's stack */
     *pctx = (CUcontext)c;
     return CUDA_SUCCESS;
 }
@@ -344,7 +427,7 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!c || c->primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (current == c)
-        current = NULL;
+        ctx_depth--;
     free(c);
     return CUDA_SUCCESS;
 }
@@ -357,11 +440,39 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
+/* Replaces the top of the stack; NULL empties that place (the driver pops it). */
 EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     if (!initialised)
         return CUDA_ERROR_NOT_INITIALIZED;
-    current = (struct context *)ctx;
+    if (!ctx)
+        ctx_depth = ctx_depth ? ctx_depth - 1 : 0;
+    else if (ctx_depth)
+        ctx_stack[ctx_depth - 1] = (struct context *)ctx;
+    else
+        ctx_stack[ctx_depth++] = (struct context *)ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    if (!initialised)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx || ctx_depth == CTX_STACK)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = (struct context *)ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    if (!initialised)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!ctx_depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct context *c = ctx_stack[--ctx_depth];
+    if (pctx)
+        *pctx = (CUcontext)c;
     return CUDA_SUCCESS;
 }
 
@@ -373,11 +484,47 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
     return rc;
 }
 
+EXPORT CUresult cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+    if (!ctx)
+        return cuCtxGetDevice(dev);
+    *dev = ((struct context *)ctx)->device;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
     test_hook("sync");
     __atomic_fetch_add(&stat_sync, 1, __ATOMIC_RELAXED);
-    return need_ctx();
+    CUresult rc = need_ctx();
+    if (rc == CUDA_SUCCESS)
+        touch(current->device);
+    return rc;
+}
+
+/* The driver looking itself up by name, as a loader stub does with the driver it loads (WSL2's
+ * libcuda.so.1): what it gets must be its own function, never an interposer's wrapper. */
+EXPORT void *fakecudaTestSelfLookup(const char *name)
+{
+    void *self = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void *p = self ? dlsym(self, name) : NULL;
+    if (self)
+        dlclose(self);
+    return p;
+}
+
+/* The runtime stand-in: what cudaFree and friends do first on the calling thread. */
+EXPORT int fakecudaTestRuntimeCall(void)
+{
+    if (!current) {
+        CUcontext ctx;
+        if (!initialised || cuDevicePrimaryCtxRetain(&ctx, 0) != CUDA_SUCCESS)
+            return -1;
+        bump(&stat_implicit[0]);
+        ctx_stack[ctx_depth++] = (struct context *)ctx;
+    }
+    touch(current->device);
+    return current->device;
 }
 
 EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
@@ -385,6 +532,7 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
     CUresult rc = need_ctx();
     if (rc != CUDA_SUCCESS)
         return rc;
+    touch(current->device);
     pthread_mutex_lock(&lock);
     uint64_t used = device_used(current->device);
     pthread_mutex_unlock(&lock);
@@ -498,6 +646,7 @@ EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (dev < 0 || dev >= ndev)
         return CUDA_ERROR_INVALID_VALUE;
+    touch(dev);
     *pool_out = (CUmemoryPool)&pools[dev];
     return CUDA_SUCCESS;
 }
@@ -547,6 +696,12 @@ EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool h, size_t keep)
     __atomic_fetch_add(&stat_trim, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&lock);
     struct pool *p = pool_of(h);
+    if (p && (!current || (p->device >= 0 && p->device != current->device)))
+        stat_trim_outside++;
+    if (p)
+        touch(p->device);
+    if (p && p->device >= 0)
+        stat_trim_dev[p->device]++;
     if (captures > 0) {
         rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* tests expect no trim during a capture */
     } else if (p) {
@@ -585,6 +740,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t key;
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+    touch(p->device);
     pthread_mutex_lock(&lock);
     if (block_new(BK_POOL, p->device, (int)(p - pools), size, &key)) {
         p->in_use += size;
@@ -597,22 +753,125 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct pool *p)
     return rc;
 }
 
+/* ---- streams: each belongs to the context current when it was created ---- */
+
+#define MAX_STREAMS 64
+
+struct stream {
+    bool used;
+    struct context *ctx;
+};
+
+static struct stream streams[MAX_STREAMS];
+
+EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int flags)
+{
+    (void)flags;
+    CUresult rc = need_ctx();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_STREAMS; i++) {
+        if (!streams[i].used) {
+            streams[i] = (struct stream){true, current};
+            *phStream = (CUstream)&streams[i];
+            rc = CUDA_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    touch(current->device);
+    return rc;
+}
+
+static struct stream *stream_of(CUstream h)
+{
+    struct stream *s = (struct stream *)h;
+    return s >= streams && s < streams + MAX_STREAMS && s->used ? s : NULL;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream h)
+{
+    pthread_mutex_lock(&lock);
+    struct stream *s = stream_of(h);
+    if (s)
+        s->used = false;
+    pthread_mutex_unlock(&lock);
+    return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A created stream's context; the default streams (and the arbitrary handles the capture tests
+ * pass) are the current context's. */
+static struct context *stream_ctx(CUstream h)
+{
+    pthread_mutex_lock(&lock);
+    struct stream *s = stream_of(h);
+    struct context *c = s ? s->ctx : current;
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
+EXPORT CUresult cuStreamGetCtx(CUstream h, CUcontext *pctx)
+{
+    struct context *c = stream_ctx(h);
+    if (!initialised)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamGetCtx_ptsz(CUstream h, CUcontext *pctx)
+{
+    return cuStreamGetCtx(h, pctx);
+}
+
+EXPORT CUresult cuStreamGetDevice(CUstream h, CUdevice *dev)
+{
+    if (no_stream_device)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    struct context *c = stream_ctx(h);
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *dev = c->device;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamGetDevice_ptsz(CUstream h, CUdevice *dev)
+{
+    return cuStreamGetDevice(h, dev);
+}
+
+/* ---- stream-ordered allocation: from the stream's device's pool ---- */
+
+static void variant_call(bool ptsz)
+{
+    bump(ptsz ? &stat_ptsz : &stat_legacy);
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream, bool ptsz)
+{
+    variant_call(ptsz);
+    CUresult rc = need_ctx();
+    struct context *c = stream_ctx(stream);
+    return rc == CUDA_SUCCESS ? pool_alloc(dptr, bytesize, &pools[c->device]) : rc;
+}
+
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    (void)stream;
-    CUresult rc = need_ctx();
-    return rc == CUDA_SUCCESS ? pool_alloc(dptr, bytesize, &pools[current->device]) : rc;
+    return alloc_async(dptr, bytesize, stream, false);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    return cuMemAllocAsync(dptr, bytesize, stream);
+    return alloc_async(dptr, bytesize, stream, true);
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                        CUstream stream)
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool ptsz)
 {
-    (void)stream;
+    variant_call(ptsz);
     CUresult rc = need_ctx();
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -620,15 +879,23 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
     return p ? pool_alloc(dptr, bytesize, p) : CUDA_ERROR_INVALID_VALUE;
 }
 
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream stream)
+{
+    (void)stream;
+    return alloc_from_pool(dptr, bytesize, pool, false);
+}
+
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                              CUstream stream)
 {
-    return cuMemAllocFromPoolAsync(dptr, bytesize, pool, stream);
+    (void)stream;
+    return alloc_from_pool(dptr, bytesize, pool, true);
 }
 
-EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+static CUresult free_async(CUdeviceptr dptr, bool ptsz)
 {
-    (void)stream;
+    variant_call(ptsz);
     CUresult rc = need_ctx();
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -644,9 +911,16 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
     return rc;
 }
 
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    (void)stream;
+    return free_async(dptr, false);
+}
+
 EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
-    return cuMemFreeAsync(dptr, stream);
+    (void)stream;
+    return free_async(dptr, true);
 }
 
 /* ---- virtual memory management ---- */
@@ -666,15 +940,99 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     return rc;
 }
 
+/* Released while mapped: the memory stays (and stays used) until its last mapping goes. */
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    return block_free(handle, BK_VMM);
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct block *b = block_at(handle);
+    if (b && b->kind == BK_VMM && !b->released) {
+        if (b->maps > 0)
+            b->released = true;
+        else
+            block_drop(b);
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+#define VA_BASE      0x700000000000ull
+#define MAX_MAPPINGS 256
+
+static struct mapping {
+    uint64_t va, size, handle; /* va 0: free entry */
+} mappings[MAX_MAPPINGS];
+static uint64_t va_next = VA_BASE;
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
+{
+    (void)alignment;
+    (void)addr;
+    (void)flags;
+    if (!initialised)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!size || size % POOL_GRANULE)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    *ptr = va_next;
+    va_next += ROUND_UP(size, 1ull << 30);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    (void)size;
+    return ptr >= VA_BASE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct block *b = block_at(handle);
+    if (b && b->kind == BK_VMM && !b->released && !flags && ptr >= VA_BASE &&
+        offset + size <= b->size) {
+        for (int i = 0; i < MAX_MAPPINGS; i++) {
+            if (!mappings[i].va) {
+                mappings[i] = (struct mapping){ptr, size, handle};
+                b->maps++;
+                rc = CUDA_SUCCESS;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* The range may cover several mappings, each entirely. */
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_MAPPINGS; i++) {
+        struct mapping *m = &mappings[i];
+        if (!m->va || m->va < ptr || m->va + m->size > ptr + size)
+            continue;
+        struct block *b = block_at(m->handle);
+        if (b && b->kind == BK_VMM && --b->maps == 0 && b->released)
+            block_drop(b);
+        *m = (struct mapping){0, 0, 0};
+        rc = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 /* ---- stream capture ---- */
 
-static CUresult capture_begin(void)
+static CUresult capture_begin(bool ptsz)
 {
+    variant_call(ptsz);
     CUresult rc = need_ctx();
     if (rc == CUDA_SUCCESS)
         __atomic_fetch_add(&captures, 1, __ATOMIC_RELAXED);
@@ -684,32 +1042,32 @@ static CUresult capture_begin(void)
 EXPORT CUresult cuStreamBeginCapture(CUstream s)
 {
     (void)s;
-    return capture_begin();
+    return capture_begin(false);
 }
 
 EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s)
 {
     (void)s;
-    return capture_begin();
+    return capture_begin(true);
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s;
     (void)mode;
-    return capture_begin();
+    return capture_begin(false);
 }
 
 EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s;
     (void)mode;
-    return capture_begin();
+    return capture_begin(true);
 }
 
-EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
+static CUresult capture_end(CUgraph *graph, bool ptsz)
 {
-    (void)s;
+    variant_call(ptsz);
     if (__atomic_load_n(&captures, __ATOMIC_RELAXED) <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     __atomic_fetch_sub(&captures, 1, __ATOMIC_RELAXED);
@@ -718,9 +1076,16 @@ EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *graph)
+{
+    (void)s;
+    return capture_end(graph, false);
+}
+
 EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *graph)
 {
-    return cuStreamEndCapture(s, graph);
+    (void)s;
+    return capture_end(graph, true);
 }
 
 /* ---- an entry point roundtrim knows nothing about ---- */
@@ -730,26 +1095,95 @@ EXPORT CUresult cuFakeUnknownEntry(int arg)
     return UNKNOWN_RESULT + arg;
 }
 
+/* A future ABI of cuMemAlloc (selected from 13050 on), which a wrapper of cuMemAlloc_v2 must
+ * never stand in for: it answers with a code of its own. */
+#define FUTURE_RESULT 4343
+EXPORT CUresult cuMemAlloc_v3(CUdeviceptr *dptr, size_t bytesize, unsigned long long flags)
+{
+    (void)dptr;
+    (void)bytesize;
+    (void)flags;
+    return FUTURE_RESULT;
+}
+
 /* ---- cuGetProcAddress ---- */
 
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *status);
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 
+EXPORT CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int version,
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+
+/* FAKECUDA_PROC_INTERNAL: the addresses handed out instead of the exports, for the entry points
+ * roundtrim wraps. Same ABI and behaviour, other addresses, as a real driver's internal table. */
+#define INTERNAL(name, params, args)                                                               \
+    static CUresult internal_##name params                                                         \
+    {                                                                                              \
+        return name args;                                                                          \
+    }
+INTERNAL(cuMemAlloc_v2, (CUdeviceptr * d, size_t n), (d, n))
+INTERNAL(cuMemAllocPitch_v2, (CUdeviceptr * d, size_t *p, size_t w, size_t h, unsigned e),
+         (d, p, w, h, e))
+INTERNAL(cuMemFree_v2, (CUdeviceptr d), (d))
+INTERNAL(cuMemAllocManaged, (CUdeviceptr * d, size_t n, unsigned f), (d, n, f))
+INTERNAL(cuMemHostAlloc, (void **p, size_t n, unsigned f), (p, n, f))
+INTERNAL(cuMemAllocHost_v2, (void **p, size_t n), (p, n))
+INTERNAL(cuMemFreeHost, (void *p), (p))
+INTERNAL(cuMemAllocAsync, (CUdeviceptr * d, size_t n, CUstream s), (d, n, s))
+INTERNAL(cuMemAllocAsync_ptsz, (CUdeviceptr * d, size_t n, CUstream s), (d, n, s))
+INTERNAL(cuMemAllocFromPoolAsync, (CUdeviceptr * d, size_t n, CUmemoryPool p, CUstream s),
+         (d, n, p, s))
+INTERNAL(cuMemAllocFromPoolAsync_ptsz, (CUdeviceptr * d, size_t n, CUmemoryPool p, CUstream s),
+         (d, n, p, s))
+INTERNAL(cuMemFreeAsync, (CUdeviceptr d, CUstream s), (d, s))
+INTERNAL(cuMemFreeAsync_ptsz, (CUdeviceptr d, CUstream s), (d, s))
+INTERNAL(cuMemCreate,
+         (CUmemGenericAllocationHandle * h, size_t n, const CUmemAllocationProp *p,
+          unsigned long long f),
+         (h, n, p, f))
+INTERNAL(cuMemRelease, (CUmemGenericAllocationHandle h), (h))
+INTERNAL(cuMemMap,
+         (CUdeviceptr p, size_t n, size_t o, CUmemGenericAllocationHandle h, unsigned long long f),
+         (p, n, o, h, f))
+INTERNAL(cuMemUnmap, (CUdeviceptr p, size_t n), (p, n))
+INTERNAL(cuMemPoolCreate, (CUmemoryPool * p, const CUmemPoolProps *props), (p, props))
+INTERNAL(cuMemPoolDestroy, (CUmemoryPool p), (p))
+INTERNAL(cuStreamBeginCapture, (CUstream s), (s))
+INTERNAL(cuStreamBeginCapture_ptsz, (CUstream s), (s))
+INTERNAL(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode m), (s, m))
+INTERNAL(cuStreamBeginCapture_v2_ptsz, (CUstream s, CUstreamCaptureMode m), (s, m))
+INTERNAL(cuStreamEndCapture, (CUstream s, CUgraph *g), (s, g))
+INTERNAL(cuStreamEndCapture_ptsz, (CUstream s, CUgraph *g), (s, g))
+INTERNAL(cuGetProcAddress, (const char *n, void **p, int v, cuuint64_t f), (n, p, v, f))
+INTERNAL(cuGetProcAddress_v2,
+         (const char *n, void **p, int v, cuuint64_t f, CUdriverProcAddressQueryResult *st),
+         (n, p, v, f, st))
+#undef INTERNAL
+
 struct proc {
     const char *name; /* the base name callers ask for */
     int since;        /* CUDA version that introduced this variant */
     bool ptsz;        /* per-thread default stream variant */
     void *fn;
+    void *internal; /* what FAKECUDA_PROC_INTERNAL hands out */
 };
 
 #define P(name, since, fn)                                                                         \
     {                                                                                              \
-        name, since, false, (void *)fn                                                             \
+        name, since, false, (void *)fn, (void *)fn                                                 \
+    }
+#define PI(name, since, fn)                                                                        \
+    {                                                                                              \
+        name, since, false, (void *)fn, (void *)internal_##fn                                      \
     }
 #define PT(name, since, fn)                                                                        \
     {                                                                                              \
-        name, since, true, (void *)fn                                                              \
+        name, since, true, (void *)fn, (void *)fn                                                  \
+    }
+#define PTI(name, since, fn)                                                                       \
+    {                                                                                              \
+        name, since, true, (void *)fn, (void *)internal_##fn                                       \
     }
 
 static const struct proc procs[] = {
@@ -766,38 +1200,51 @@ static const struct proc procs[] = {
     P("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
     P("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
     P("cuCtxGetDevice", 2000, cuCtxGetDevice),
+    P("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),
+    P("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2),
+    P("cuStreamCreate", 2000, cuStreamCreate),
+    P("cuStreamDestroy", 4000, cuStreamDestroy_v2),
+    P("cuStreamGetCtx", 9020, cuStreamGetCtx),
+    PT("cuStreamGetCtx", 9020, cuStreamGetCtx_ptsz),
+    P("cuStreamGetDevice", 12080, cuStreamGetDevice),
+    PT("cuStreamGetDevice", 12080, cuStreamGetDevice_ptsz),
     P("cuCtxSynchronize", 2000, cuCtxSynchronize),
     P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
     P("cuMemAlloc", 2000, cuMemAlloc),
-    P("cuMemAlloc", 3020, cuMemAlloc_v2),
+    PI("cuMemAlloc", 3020, cuMemAlloc_v2),
     P("cuMemFree", 2000, cuMemFree),
-    P("cuMemFree", 3020, cuMemFree_v2),
-    P("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
-    P("cuMemAllocManaged", 6000, cuMemAllocManaged),
-    P("cuMemHostAlloc", 2020, cuMemHostAlloc),
-    P("cuMemAllocHost", 3020, cuMemAllocHost_v2),
-    P("cuMemFreeHost", 2000, cuMemFreeHost),
-    P("cuMemAllocAsync", 11020, cuMemAllocAsync),
-    PT("cuMemAllocAsync", 11020, cuMemAllocAsync_ptsz),
-    P("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync),
-    PT("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync_ptsz),
-    P("cuMemFreeAsync", 11020, cuMemFreeAsync),
-    PT("cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz),
-    P("cuMemCreate", 10020, cuMemCreate),
-    P("cuMemRelease", 10020, cuMemRelease),
-    P("cuMemPoolCreate", 11020, cuMemPoolCreate),
-    P("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+    PI("cuMemFree", 3020, cuMemFree_v2),
+    PI("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
+    PI("cuMemAllocManaged", 6000, cuMemAllocManaged),
+    PI("cuMemHostAlloc", 2020, cuMemHostAlloc),
+    PI("cuMemAllocHost", 3020, cuMemAllocHost_v2),
+    PI("cuMemFreeHost", 2000, cuMemFreeHost),
+    PI("cuMemAllocAsync", 11020, cuMemAllocAsync),
+    PTI("cuMemAllocAsync", 11020, cuMemAllocAsync_ptsz),
+    PI("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync),
+    PTI("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync_ptsz),
+    PI("cuMemFreeAsync", 11020, cuMemFreeAsync),
+    PTI("cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz),
+    PI("cuMemCreate", 10020, cuMemCreate),
+    PI("cuMemRelease", 10020, cuMemRelease),
+    PI("cuMemMap", 10020, cuMemMap),
+    PI("cuMemUnmap", 10020, cuMemUnmap),
+    P("cuMemAddressReserve", 10020, cuMemAddressReserve),
+    P("cuMemAddressFree", 10020, cuMemAddressFree),
+    P("cuMemAlloc", 13050, cuMemAlloc_v3),
+    PI("cuMemPoolCreate", 11020, cuMemPoolCreate),
+    PI("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
     P("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
     P("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
     P("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
-    P("cuStreamBeginCapture", 10000, cuStreamBeginCapture),
-    PT("cuStreamBeginCapture", 10000, cuStreamBeginCapture_ptsz),
-    P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
-    PT("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2_ptsz),
-    P("cuStreamEndCapture", 10000, cuStreamEndCapture),
-    PT("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
-    P("cuGetProcAddress", 11030, cuGetProcAddress),
-    P("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    PI("cuStreamBeginCapture", 10000, cuStreamBeginCapture),
+    PTI("cuStreamBeginCapture", 10000, cuStreamBeginCapture_ptsz),
+    PI("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    PTI("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2_ptsz),
+    PI("cuStreamEndCapture", 10000, cuStreamEndCapture),
+    PTI("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
+    PI("cuGetProcAddress", 11030, cuGetProcAddress),
+    PI("cuGetProcAddress", 12000, cuGetProcAddress_v2),
     P("cuFakeUnknownEntry", 1000, cuFakeUnknownEntry),
 };
 
@@ -830,7 +1277,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
     bool known;
     const struct proc *p = proc_pick(
         symbol, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, &known);
-    *pfn = p ? p->fn : NULL;
+    *pfn = !p ? NULL : proc_internal ? p->internal : p->fn;
     if (status)
         *status = p       ? CU_GET_PROC_ADDRESS_SUCCESS
                   : known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
@@ -841,4 +1288,14 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
     return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
+}
+
+/* As cuda.h's per-thread-stream builds call it: no stream flavour named means per-thread. */
+EXPORT CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int version,
+                                         cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+    if (!(flags &
+          (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
+        flags |= CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    return cuGetProcAddress_v2(symbol, pfn, version, flags, status);
 }

@@ -1,20 +1,36 @@
-#!/bin/sh
-# Real-GPU check of the CUDA hooks (issue 3): a PyTorch training loop under the preloaded shim.
+#!/usr/bin/env bash
+# Real-GPU check of the CUDA hooks: PyTorch programs under the preloaded library, on a machine with
+# an NVIDIA GPU and PyTorch with CUDA. Without them it prints SKIP and exits 0.
 #
-#   tests/gpu/run.sh            (from the repository root; builds the library when missing)
+#   tests/gpu/run.sh            (from anywhere; builds the library when missing)
 #
-# For each PyTorch allocator mode (native caching allocator, expandable segments) it checks that
-#   - every round's cuda_live_bytes equals torch.cuda.memory_reserved() taken just before the round
-#     end (every reserved segment is one cuMemAlloc_v2 or cuMemCreate), within GPU_TOLERANCE_MIB;
-#   - cuda_alloc_bytes - cuda_free_bytes equals the change of cuda_live_bytes, round by round;
-#   - a cleanup round with ROUNDTRIM_CUDA_EMPTY_CACHE=true lowers the driver's used memory
-#     (torch.cuda.mem_get_info) when the cache held freed blocks.
-# It prints the figures it compared. Without an NVIDIA GPU or PyTorch it prints SKIP and exits 0.
-set -eu
+# What it checks, and the figures it prints:
+#   1. counting, for the native caching allocator, expandable segments and the cudaMallocAsync
+#      backend, over a training loop of matrix products (cuBLAS) with a cleanup every 2 rounds:
+#      - cuda_alloc_bytes - cuda_free_bytes equals the change of cuda_live_bytes, every round;
+#      - cuda_live_bytes is at least torch.cuda.memory_reserved() (everything PyTorch reserved is
+#        counted) and at most GPU_EXTRA_MAX_MIB above it: the rest is memory libraries allocate
+#        outside PyTorch's allocator (cuBLAS/cuBLASLt workspaces, tens of MiB on Hopper);
+#      - from round 2 on, cuda_live_bytes moves round to round exactly as memory_reserved() does,
+#        within GPU_DELTA_TOL_MIB (the libraries' own memory is allocated once, in round 1);
+#      - a cleanup round after freed blocks lowers the driver's used memory (cudaMemGetInfo).
+#      (cudaMallocAsync: live follows the stream-ordered blocks, so it is compared with
+#      memory_allocated() instead, and PyTorch's own empty_cache trims the pool first.)
+#   2. a CUDA graph captured on another stream while a cleanup round runs: the round skips the
+#      cache release, the synchronize, the pool trim and the mem info, and the graph replays
+#      correctly;
+#   3. contexts: the program selects its device with torch.cuda.set_device() (the last GPU, not
+#      CUDA_VISIBLE_DEVICES) and runs cleanup rounds with the cache release; nvidia-smi
+#      --query-compute-apps must list the process on that GPU only;
+#   4. the cost of a cudaMalloc + cudaFree pair (1 MiB) bare and under the library.
+# Settings: PYTHON (default python3), ROUNDTRIM_LIB, GPU_EXTRA_MAX_MIB (512), GPU_DELTA_TOL_MIB (0).
+set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
 LIB=${ROUNDTRIM_LIB:-$PWD/build/libroundtrim.so}
+EXTRA_MAX_MIB=${GPU_EXTRA_MAX_MIB:-512}
+DELTA_TOL_MIB=${GPU_DELTA_TOL_MIB:-0}
 
 skip() {
     echo "SKIP: $*"
@@ -25,21 +41,20 @@ command -v nvidia-smi >/dev/null 2>&1 || skip "no nvidia-smi: this machine has n
 nvidia-smi -L >/dev/null 2>&1 || skip "nvidia-smi finds no GPU"
 "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
     skip "PyTorch with CUDA is not importable by $PYTHON (or sees no GPU)"
-[ -f "$LIB" ] || make lib >/dev/null
-[ -f "$LIB" ] || {
+[[ -f $LIB ]] || make lib >/dev/null
+[[ -f $LIB ]] || {
     echo "FAIL: $LIB was not built"
     exit 1
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
 
-cat >"$tmp/train.py" <<'EOF'
+# Shared by the Python programs below: round marking through the library, waiting for the record.
+cat >"$tmp/rt.py" <<'EOF'
 import ctypes, json, os, sys, time
-import torch
 
-LOG = os.environ["ROUNDTRIM_LOG"]
-mark = ctypes.CDLL(None).roundtrim_round_end
+LOG = os.environ.get("ROUNDTRIM_LOG", "")
 MiB = 1 << 20
 
 
@@ -51,10 +66,12 @@ def records():
         return []
 
 
-def round_end(n):
-    """Marks round n and waits (running bytecode, so that pending calls run) for its record."""
-    torch.cuda.synchronize()
-    mark()
+def round_end(n, sync=True):
+    """Marks round n and waits (running bytecode, so that the helper gets the GIL) for its record."""
+    import torch
+    if sync:
+        torch.cuda.synchronize()
+    ctypes.CDLL(None).roundtrim_round_end()
     deadline = time.time() + 60
     while time.time() < deadline:
         rounds = [r for r in records() if r.get("event") == "round"]
@@ -65,85 +82,255 @@ def round_end(n):
 
 
 def used_mem():
+    import torch
     free, total = torch.cuda.mem_get_info()
     return total - free
+EOF
 
+# 1. Counting.
+cat >"$tmp/train.py" <<'EOF'
+import json, sys
+import torch
+from rt import MiB, round_end, used_mem
 
 dev = torch.device("cuda")
 model = torch.nn.Sequential(
     torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
+w = torch.randn(2048, 2048, device=dev)
 out = []
-for n in range(1, 7):
+for n in range(1, 9):
     batch = 256 * n  # every round needs more memory than the last
     for _ in range(5):
         x = torch.randn(batch, 1024, device=dev)
-        loss = model(x).pow(2).mean()
+        loss = model(x).pow(2).mean() + (w @ w.T).mean() * 0  # matrix products: cuBLAS
         opt.zero_grad()
         loss.backward()
         opt.step()
     del x, loss
     if n % 2 == 1:
-        # Leave freed blocks in the cache before the next (even, cleanup) round.
-        big = torch.empty(512 * MiB, dtype=torch.uint8, device=dev)
+        big = torch.empty(512 * MiB, dtype=torch.uint8, device=dev)  # freed: left in the cache
         del big
-    reserved = torch.cuda.memory_reserved()
-    used_before = used_mem()
+    torch.cuda.synchronize()
+    reserved, allocated, used_before = (torch.cuda.memory_reserved(),
+                                        torch.cuda.memory_allocated(), used_mem())
     rec = round_end(n)
     torch.cuda.synchronize()
-    used_after = used_mem()
-    out.append({"round": n, "reserved": reserved, "used_before": used_before,
-                "used_after": used_after, "record": rec})
+    out.append({"round": n, "reserved": reserved, "allocated": allocated,
+                "used_before": used_before, "used_after": used_mem(), "record": rec})
 print(json.dumps(out))
 EOF
 
-status=0
-for mode in native expandable; do
-    case $mode in
-    native) conf="" ;;
-    expandable) conf="expandable_segments:True" ;;
-    esac
-    log="$tmp/$mode.jsonl"
-    if ! env LD_PRELOAD="$LIB" ROUNDTRIM_LOG="$log" ROUNDTRIM_GC_ROUNDS=2 \
-        ROUNDTRIM_CUDA_EMPTY_CACHE=true PYTORCH_CUDA_ALLOC_CONF="$conf" \
-        "$PYTHON" "$tmp/train.py" >"$tmp/$mode.out" 2>"$tmp/$mode.err"; then
-        echo "FAIL [$mode]: the training run failed"
-        tail -20 "$tmp/$mode.err"
-        status=1
-        continue
-    fi
-    "$PYTHON" - "$mode" "$tmp/$mode.out" "${GPU_TOLERANCE_MIB:-0}" <<'EOF' || status=1
+cat >"$tmp/check_counts.py" <<'EOF'
 import json, sys
-mode, path, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20
+mode, path, extra_max, tol = sys.argv[1], sys.argv[2], int(sys.argv[3]) << 20, int(sys.argv[4]) << 20
 rows = json.loads(open(path).read().strip().splitlines()[-1])
 MiB = 1 << 20
-fail = []
-prev_live = 0
-print(f"[{mode}] round  reserved_MiB  live_MiB  alloc_MiB  free_MiB  cleanup            used_before->after_MiB")
+fail, prev = [], None
+print(f"[{mode}] round reserved_MiB live_MiB extra_MiB alloc_MiB free_MiB cleanup used_before->after_MiB")
 for row in rows:
-    r = row["record"]
+    r, n = row["record"], row["round"]
     if "cuda_live_bytes" not in r:
-        fail.append(f"round {row['round']}: no cuda_ keys in the record (driver calls not seen)")
+        fail.append(f"round {n}: no cuda_ keys in the record (driver calls not seen)")
         continue
     live, alloc, freed = r["cuda_live_bytes"], r["cuda_alloc_bytes"], r["cuda_free_bytes"]
-    print(f"[{mode}] {row['round']:5d}  {row['reserved'] / MiB:12.1f}  {live / MiB:8.1f}  "
-          f"{alloc / MiB:9.1f}  {freed / MiB:8.1f}  {','.join(r.get('cleanup', [])):17s}  "
+    extra = live - row["reserved"]
+    cleanup = r.get("cleanup", [])
+    print(f"[{mode}] {n:5d} {row['reserved'] / MiB:12.1f} {live / MiB:8.1f} {extra / MiB:9.1f} "
+          f"{alloc / MiB:9.1f} {freed / MiB:8.1f} {','.join(cleanup) or '-'} "
           f"{row['used_before'] / MiB:.0f}->{row['used_after'] / MiB:.0f}")
-    if abs(live - row["reserved"]) > tol:
-        fail.append(f"round {row['round']}: cuda_live_bytes {live} != memory_reserved {row['reserved']}")
-    if alloc - freed != live - prev_live:
-        fail.append(f"round {row['round']}: alloc-free {alloc - freed} != live change {live - prev_live}")
-    prev_live = live
-    if "torch_empty_cache" in r.get("cleanup", []) or "cuda_pool_trim" in r.get("cleanup", []):
+    if prev is not None and alloc - freed != live - prev["record"]["cuda_live_bytes"]:
+        fail.append(f"round {n}: alloc-free {alloc - freed} != live change")
+    if mode != "async":
+        if not 0 <= extra <= extra_max:
+            fail.append(f"round {n}: live - reserved = {extra / MiB:.1f} MiB, not in [0, {extra_max / MiB:.0f}]")
+        if prev is not None and n > 2:
+            d_live = live - prev["record"]["cuda_live_bytes"]
+            d_res = row["reserved"] - prev["reserved"]
+            if abs(d_live - d_res) > tol:
+                fail.append(f"round {n}: live moved {d_live} bytes, memory_reserved {d_res}")
+    elif live < row["allocated"]:
+        fail.append(f"round {n}: live {live} < memory_allocated {row['allocated']}")
+    if "torch_empty_cache" in cleanup or r.get("cuda_pool_trim_bytes", 0) > 0:
         if not row["used_after"] < row["used_before"]:
-            fail.append(f"round {row['round']}: cleanup did not lower driver used memory "
-                        f"({row['used_before']} -> {row['used_after']})")
-if not any("torch_empty_cache" in r["record"].get("cleanup", []) for r in rows):
+            fail.append(f"round {n}: the cleanup did not lower the driver's used memory")
+    prev = row
+cleaned = [row for row in rows if "torch_empty_cache" in row["record"].get("cleanup", [])]
+if not cleaned:
     fail.append("no round ran torch_empty_cache")
 for f in fail:
     print(f"FAIL [{mode}]: {f}")
 print(f"[{mode}] {'FAIL' if fail else 'PASS'}")
 sys.exit(1 if fail else 0)
 EOF
+
+# 2. A graph captured while a cleanup round runs.
+cat >"$tmp/capture.py" <<'EOF'
+import json, threading, time
+import torch
+from rt import MiB, records, round_end
+
+dev = torch.device("cuda")
+a = torch.randn(1024, 1024, device=dev)
+b = torch.randn(1024, 1024, device=dev)
+junk = torch.empty(256 * MiB, dtype=torch.uint8, device=dev)
+del junk  # something for a cleanup to release
+s = torch.cuda.Stream()
+s.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(s):  # warm-up outside the capture, as PyTorch asks
+    c = a @ b
+torch.cuda.current_stream().wait_stream(s)
+torch.cuda.synchronize()
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    c = a @ b
+    rec = round_end(1, sync=False)  # the cleanup runs while the capture is active
+    c = c + 1
+g.replay()
+torch.cuda.synchronize()
+ok = torch.allclose(c, a @ b + 1, rtol=1e-3, atol=1e-3)
+after = round_end(2)
+print(json.dumps({"replay_ok": bool(ok), "during": rec, "after": after}))
+EOF
+
+# 3. Contexts: the device is selected with set_device, not CUDA_VISIBLE_DEVICES.
+cat >"$tmp/device.py" <<'EOF'
+import json, os, subprocess
+import torch
+from rt import MiB, round_end
+
+k = torch.cuda.device_count() - 1
+torch.cuda.set_device(k)
+x = torch.randn(4096, 4096, device="cuda")
+for n in range(1, 4):
+    y = x @ x
+    big = torch.empty(256 * MiB, dtype=torch.uint8, device="cuda")
+    del big, y
+    rec = round_end(n)
+
+
+def smi(query):
+    out = subprocess.run(["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True).stdout
+    return [[f.strip() for f in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
+index = {uuid: int(i) for i, uuid in smi("gpu=index,uuid")}
+mine = sorted(index.get(uuid, -1) for pid, uuid, *_ in smi("compute-apps=pid,gpu_uuid,used_memory")
+              if pid == str(os.getpid()))
+print(json.dumps({"selected": k, "gpus": len(index), "listed_on": mine,
+                  "cleanup": rec.get("cleanup", [])}))
+EOF
+
+# 4. Cost of a cudaMalloc/cudaFree pair, through the libcudart PyTorch loaded.
+cat >"$tmp/pair_cost.py" <<'EOF'
+import ctypes, json, statistics, time
+import torch
+
+torch.cuda.init()
+torch.zeros(1, device="cuda")
+path = next(l.split()[-1] for l in open("/proc/self/maps") if "libcudart" in l)
+rt = ctypes.CDLL(path)
+ptr = ctypes.c_void_p()
+per_pair = []
+for rep in range(5):
+    n = 2000
+    t0 = time.perf_counter_ns()
+    for _ in range(n):
+        rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(1 << 20))
+        rt.cudaFree(ptr)
+    per_pair.append((time.perf_counter_ns() - t0) / n)
+print(json.dumps({"ns_per_pair": statistics.median(per_pair)}))
+EOF
+
+run_shimmed() { # log_file, then the command
+    local log=$1
+    shift
+    env LD_PRELOAD="$LIB" ROUNDTRIM_LOG="$log" ROUNDTRIM_GC_ROUNDS="${GC_ROUNDS:-2}" \
+        ROUNDTRIM_CUDA_EMPTY_CACHE=true \
+        PYTHONPATH="$tmp" "$@"
+}
+
+status=0
+for mode in native expandable async; do
+    case $mode in
+    native) conf="" ;;
+    expandable) conf="expandable_segments:True" ;;
+    async) conf="backend:cudaMallocAsync" ;;
+    esac
+    if ! PYTORCH_CUDA_ALLOC_CONF=$conf run_shimmed "$tmp/$mode.jsonl" \
+        "$PYTHON" "$tmp/train.py" >"$tmp/$mode.out" 2>"$tmp/$mode.err"; then
+        echo "FAIL [$mode]: the training run failed"
+        tail -20 "$tmp/$mode.err"
+        status=1
+        continue
+    fi
+    "$PYTHON" "$tmp/check_counts.py" "$mode" "$tmp/$mode.out" "$EXTRA_MAX_MIB" "$DELTA_TOL_MIB" ||
+        status=1
 done
+
+if GC_ROUNDS=1 run_shimmed "$tmp/capture.jsonl" "$PYTHON" "$tmp/capture.py" \
+    >"$tmp/capture.out" 2>"$tmp/capture.err"; then
+    "$PYTHON" - "$tmp/capture.out" <<'EOF' || status=1
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+during, after = r["during"], r["after"]
+print(f"[capture] during: cleanup={during.get('cleanup')} "
+      f"torch_empty_cache_skipped={during.get('torch_empty_cache_skipped')} "
+      f"cuda_pool_trim_skipped={during.get('cuda_pool_trim_skipped')} "
+      f"cuda_mem_info_skipped={during.get('cuda_mem_info_skipped')}; replay_ok={r['replay_ok']}")
+fail = []
+if not r["replay_ok"]:
+    fail.append("the graph captured across the cleanup replays wrong")
+if any(a in during.get("cleanup", []) for a in ("torch_empty_cache", "cuda_pool_trim")):
+    fail.append("a cache release or pool trim ran during the capture")
+if during.get("torch_empty_cache_skipped") != "cuda_capture":
+    fail.append("the cache release was not skipped for the capture")
+if "cuda_free_mem" in during:
+    fail.append("mem info was read during the capture")
+for f in fail:
+    print(f"FAIL [capture]: {f}")
+print(f"[capture] {'FAIL' if fail else 'PASS'}")
+sys.exit(1 if fail else 0)
+EOF
+else
+    echo "FAIL [capture]: the capture run failed (a cleanup invalidated the capture?)"
+    tail -20 "$tmp/capture.err"
+    status=1
+fi
+
+if GC_ROUNDS=1 run_shimmed "$tmp/device.jsonl" "$PYTHON" "$tmp/device.py" \
+    >"$tmp/device.out" 2>"$tmp/device.err"; then
+    "$PYTHON" - "$tmp/device.out" <<'EOF' || status=1
+import json, sys
+r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print(f"[contexts] {r['gpus']} GPU(s), selected {r['selected']}, the process is listed on "
+      f"{r['listed_on'] or 'none'} (nvidia-smi --query-compute-apps); last cleanup {r['cleanup']}")
+if not r["listed_on"]:
+    print("[contexts] WARN: nvidia-smi lists no process of ours (another PID namespace?): not checked")
+    sys.exit(0)
+ok = r["listed_on"] == [r["selected"]]
+if not ok:
+    print(f"FAIL [contexts]: contexts on {r['listed_on']}, the program selected {r['selected']}")
+print(f"[contexts] {'PASS' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
+EOF
+else
+    echo "FAIL [contexts]: the run failed"
+    tail -20 "$tmp/device.err"
+    status=1
+fi
+
+bare=$(PYTHONPATH="$tmp" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || bare=""
+shim=$(run_shimmed "$tmp/cost.jsonl" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || shim=""
+if [[ -n $bare && -n $shim ]]; then
+    "$PYTHON" - "$bare" "$shim" <<'EOF'
+import json, sys
+bare, shim = (json.loads(a)["ns_per_pair"] for a in sys.argv[1:3])
+print(f"[cost] cudaMalloc+cudaFree of 1 MiB (ctypes loop, median of 5 x 2000): bare {bare:.0f} ns, "
+      f"under the library {shim:.0f} ns, added {shim - bare:.0f} ns ({(shim / bare - 1) * 100:+.1f}%)")
+EOF
+else
+    echo "[cost] WARN: could not measure (libcudart not found in the PyTorch process)"
+fi
 exit $status

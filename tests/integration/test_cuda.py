@@ -91,9 +91,12 @@ def assert_counters(rounds, expect):
 # ---- exact per-round counts, the three ways to reach the driver ------------------------------
 
 
-@pytest.mark.parametrize("name", ["cuda_linked", "cuda_dlopen", "cuda_getproc"])
-def test_per_round_device_bytes_are_exact(run_shim, name):
-    res = run_ok(run_shim, name, ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+@pytest.mark.parametrize("name,internal", [
+    ("cuda_linked", "0"), ("cuda_dlopen", "0"), ("cuda_getproc", "0"), ("cuda_getproc", "1")],
+    ids=["linked", "dlopen", "getproc", "getproc-internal-addresses"])
+def test_per_round_device_bytes_are_exact(run_shim, name, internal):
+    """internal: the driver's cuGetProcAddress answers with addresses that are not its exports."""
+    res = run_ok(run_shim, name, ROUNDTRIM_CUDA_EMPTY_CACHE="true", FAKECUDA_PROC_INTERNAL=internal)
     rounds = res.rounds
     expect = per_round(res.stdout, "expect")
     assert sorted(expect) == [1, 2, 3, 4]
@@ -125,8 +128,9 @@ def test_failing_call_and_unknown_free_pass_through(run_shim, name):
     assert res.rounds[1]["cuda_free_calls"] == 3
 
 
-def test_threads_count_exactly(run_shim):
-    res = run_ok(run_shim, "cuda_threads")
+@pytest.mark.parametrize("internal", ["0", "1"])
+def test_threads_count_exactly(run_shim, internal):
+    res = run_ok(run_shim, "cuda_threads", FAKECUDA_PROC_INTERNAL=internal)
     expect = per_round(res.stdout, "expect")
     assert_counters(res.rounds, expect)
     for n, want in expect.items():
@@ -142,13 +146,15 @@ def test_cleanup_trims_pools_when_asked(run_shim, variable):
     res = run_ok(run_shim, "cuda_getproc", **{variable: "true"})
     reserved = per_round(res.stdout, "reserved")
     rounds = res.rounds
-    for rec in rounds:
+    # Rounds 1 and 2 use no stream-ordered memory: no pool is trimmed, and that is not news.
+    for rec in rounds[:2]:
+        assert "cuda_pool_trim" not in rec["cleanup"] and "cuda_pool_trim_skipped" not in rec
+    for rec in rounds[2:4]:
         assert "cuda_pool_trim" in rec["cleanup"]
     # Round 3 left 6 MiB in the default pool (5 MiB in 2 MiB granules) and 4 MiB in a created one.
     assert reserved[3]["bytes"] == 10 * MiB
     assert rounds[2]["cuda_pool_trim_bytes"] == reserved[3]["bytes"]
     assert reserved[4]["bytes"] == 0
-    assert rounds[0]["cuda_pool_trim_bytes"] == 0
     report = fake_report(res.stderr)
     assert report["init"] == 1 and report["ctx_create"] == 0  # only the program's own
 
@@ -165,11 +171,16 @@ def test_no_trim_unless_asked(run_shim, value):
     assert fake_report(res.stderr)["trim"] == 0
 
 
-def test_no_trim_during_stream_capture(run_shim):
-    res = run_ok(run_shim, "cuda_getproc", "capture", ROUNDTRIM_CUDA_EMPTY_CACHE="true")
+@pytest.mark.parametrize("internal", ["0", "1"])
+def test_no_trim_during_stream_capture(run_shim, internal):
+    res = run_ok(run_shim, "cuda_getproc", "capture", ROUNDTRIM_CUDA_EMPTY_CACHE="true",
+                 FAKECUDA_PROC_INTERNAL=internal)
     reserved = per_round(res.stdout, "reserved")
     rounds = res.rounds
     assert "cuda_pool_trim" not in rounds[0]["cleanup"]  # capture active: no sync, no trim
+    assert rounds[0]["cuda_pool_trim_skipped"] == "cuda_capture"
+    assert rounds[0]["cuda_mem_info_skipped"] == "cuda_capture"  # no driver call during one
+    assert fake_report(res.stderr)["sync"] == 1  # only round 2's, after the capture
     assert reserved[2]["bytes"] == reserved[1]["bytes"] == 6 * MiB
     assert "cuda_pool_trim" in rounds[1]["cleanup"]
     assert rounds[1]["cuda_pool_trim_bytes"] == 6 * MiB
@@ -202,6 +213,9 @@ def test_dlsym_on_driver_handle_gives_wrappers(run_shim):
     f = facts(res.stdout)
     assert f["memalloc_lib"] == "libroundtrim.so"
     assert f["unknown_rc"] == "4249" and f["unknown_lib_is_driver"] == "1"
+    # The driver looking itself up (a loader stub looking up the driver it loads) keeps its own
+    # function: a wrapper there would call back into the driver, and the driver into it.
+    assert f["self_lookup_is_driver"] == "1"
 
 
 def test_rtld_next_stays_relative_to_the_caller(run_shim):
@@ -242,7 +256,8 @@ def test_lookups_alone_never_initialise_the_driver(run_shim):
 REQUIRED = """cuMemAlloc_v2 cuMemAllocPitch_v2 cuMemAllocManaged cuMemFree_v2 cuMemAllocAsync
 cuMemAllocAsync_ptsz cuMemAllocFromPoolAsync cuMemAllocFromPoolAsync_ptsz cuMemFreeAsync
 cuMemFreeAsync_ptsz cuMemCreate cuMemRelease cuMemHostAlloc cuMemAllocHost_v2 cuMemFreeHost
-cuMemPoolCreate cuMemPoolDestroy cuGetProcAddress cuGetProcAddress_v2""".split()
+cuMemPoolCreate cuMemPoolDestroy cuMemMap cuMemUnmap cuGetProcAddress cuGetProcAddress_v2
+cuGetProcAddress_v2_ptsz""".split()
 
 
 def exported_driver_names():
@@ -269,6 +284,9 @@ def test_wrappers_match_cuda_h():
         out = subprocess.run(["nm", "-D", "--defined-only", str(stub)], capture_output=True,
                              text=True).stdout
         driver_names = {l.split()[-1] for l in out.splitlines()}
+        # Programs built with CUDA 12's cuda.h in per-thread-stream mode call this export; CUDA
+        # 13's cuda.h makes it an inline function and its stub no longer lists it.
+        driver_names.add("cuGetProcAddress_v2_ptsz")
         assert set(exported_driver_names()) <= driver_names
     # Compiled against cuda.h (which then declares every exported variant): a wrapper whose
     # signature differs from the driver's is a compile error, one not in cuda.h a warning.
@@ -279,6 +297,27 @@ def test_wrappers_match_cuda_h():
          f"-I{CUDA_H.parent}", "shim/cuda_hooks.c"],
         cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+TYPEDEFS_H = CUDA_H.parent / "cudaTypedefs.h"
+# The 32-bit ABI variants (before 3020), which the wrappers leave alone.
+LEGACY_32BIT = {("cuMemAlloc", 2000, False), ("cuMemAllocPitch", 2000, False),
+                ("cuMemFree", 2000, False), ("cuMemAllocHost", 2000, False)}
+
+
+@pytest.mark.skipif(not TYPEDEFS_H.exists(), reason="no cudaTypedefs.h at /usr/local/cuda")
+def test_variant_table_matches_cuda_typedefs():
+    """The table cuGetProcAddress dispatches by (name, version, per-thread) lists exactly the
+    PFN_<name>_v<version>[_ptsz] typedefs of the toolkit for every name it wraps."""
+    source = (ROOT / "shim" / "cuda_hooks.c").read_text()
+    table = {(n, int(v), pt == "true") for n, v, pt in
+             re.findall(r'\{"(cu\w+)", (\d+), (true|false), ID_\w+\}', source)}
+    names = {n for n, _, _ in table}
+    header = {(n, int(v), bool(pt)) for n, v, pt in
+              re.findall(r"\bPFN_(cu\w+?)_v(\d+)(_ptsz)?\)", TYPEDEFS_H.read_text())
+              if n in names}
+    # cuGetProcAddress_v2_ptsz is an export with no typedef of its own.
+    assert table - {("cuGetProcAddress", 12000, True)} == header - LEGACY_32BIT
 
 
 # ---- stream capture begun while a round is recorded -------------------------------------------
@@ -322,7 +361,8 @@ def test_released_primary_context_is_not_retained_again(run_shim):
     assert f["retains_while_released"] == "0"
     assert f["activations"] == "1"  # the program's own
     assert "cuda_free_mem" in res.rounds[0]
-    assert all("cuda_free_mem" not in r for r in res.rounds[1:])
+    for rec in res.rounds[1:]:
+        assert "cuda_free_mem" not in rec and rec["cuda_mem_info_skipped"] == "no_context"
 
 
 def test_torch_empty_cache_skipped_while_a_capture_is_active(run_shim):
@@ -342,3 +382,112 @@ def test_torch_empty_cache_skipped_while_a_capture_is_active(run_shim):
         assert "cuda_pool_trim" not in rounds[n - 1]["cleanup"]
         assert rounds[n - 1]["torch_empty_cache_skipped"] == "cuda_capture"
     assert "torch_empty_cache_skipped" not in rounds[0]
+
+
+# ---- which variant each lookup hands out --------------------------------------------------------
+
+
+def variants(stdout):
+    return {(v["form"], v["flags"]): v for v in (dict(re.findall(r"(\w+)=(\S+)", l))
+                                                for l in stdout.splitlines()
+                                                if l.startswith("variant "))}
+
+
+@pytest.mark.parametrize("internal", ["0", "1"], ids=["exports", "internal-addresses"])
+def test_each_lookup_gets_the_wrapper_of_the_variant_it_asked_for(run_shim, internal):
+    """cuGetProcAddress, _v2 and _v2_ptsz, with every stream flag: the wrapper handed out calls the
+    per-thread-stream or legacy variant the driver chose, whether the driver answers with its
+    exports or with internal addresses, and every allocation through it is counted."""
+    res = run_ok(run_shim, "cuda_variants", FAKECUDA_PROC_INTERNAL=internal)
+    got = variants(res.stdout)
+    per_thread = {("v2", "ptds"), ("v2_ptsz", "none"), ("v1", "ptds")}
+    assert len(got) == 7
+    for way, v in got.items():
+        assert v["lib"] == "libroundtrim.so", way
+        want = ("2", "0") if way in per_thread else ("0", "2")
+        assert (v["ptsz"], v["legacy"]) == want, way
+    f = facts(res.stdout)
+    assert f["plain_lib"] == "libroundtrim.so"  # no per-thread cuMemAlloc: the plain wrapper
+    # A version newer than the table: a name whose ABI changed there keeps the driver's own
+    # function (it is not cuMemAlloc_v2); one whose ABI did not is wrapped.
+    assert (f["future_lib"], f["future_rc"]) == ("libcuda.so.1", "4343")
+    assert f["free_future_lib"] == "libroundtrim.so"
+    assert_counters(res.rounds, per_round(res.stdout, "expect"))
+
+
+# ---- devices, streams and contexts ----------------------------------------------------------------
+
+
+def two_devices(run_shim, mode, **env):
+    return run_ok(run_shim, "cuda_devices", mode, FAKECUDA_DEVICES=2,
+                  ROUNDTRIM_CUDA_EMPTY_CACHE="true", **env)
+
+
+def test_cleanup_stays_on_the_device_the_program_uses(run_shim):
+    """The program uses device 1 only: the rounds' mem info, synchronize and pool trims run in
+    device 1's context; nothing touches device 0 and no context is created."""
+    res = two_devices(run_shim, "device1")
+    rounds = res.rounds
+    assert_counters(rounds, per_round(res.stdout, "expect"))
+    mem = per_round(res.stdout, "meminfo")[1]
+    assert (rounds[0]["cuda_free_mem"], rounds[0]["cuda_total_mem"]) == (mem["free"], mem["total"])
+    reserved = per_round(res.stdout, "reserved")
+    assert reserved[1]["bytes"] == 6 * MiB  # 4 MiB in the default pool, 2 MiB in a created one
+    assert rounds[0]["cuda_pool_trim_bytes"] == 6 * MiB and reserved[2]["bytes"] == 0
+    report = fake_report(res.stderr)
+    assert report["touch_dev0"] == 0 and report["created_dev0"] == 0
+    assert report["created_dev1"] == 1  # the program's own
+    assert report["trim_outside_ctx"] == 0 and report["trim_dev1"] >= 2
+
+
+@pytest.mark.parametrize("stream_device", ["1", "0"], ids=["cuStreamGetDevice", "cuStreamGetCtx"])
+def test_stream_ordered_memory_counts_on_the_streams_device(run_shim, stream_device):
+    """Device 0's context is current while memory comes from a stream of device 1: device 1's
+    default pool is the one trimmed; device 0, which allocated only linear memory, keeps its pool
+    untouched. Also with a driver without cuStreamGetDevice (before CUDA 12.8)."""
+    res = two_devices(run_shim, "cross", FAKECUDA_NO_STREAM_DEVICE="0" if stream_device == "1" else "1")
+    assert_counters(res.rounds, per_round(res.stdout, "expect"))
+    assert per_round(res.stdout, "reserved")[1]["bytes"] == 4 * MiB
+    assert res.rounds[0]["cuda_pool_trim_bytes"] == 4 * MiB
+    assert facts(res.stdout)["dev1"] == "0"
+    report = fake_report(res.stderr)
+    assert report["trim_dev0"] == 0 and report["trim_outside_ctx"] == 0
+
+
+def test_handle_released_while_mapped_is_freed_at_its_last_unmap(run_shim):
+    """cuMemRelease of a mapped handle frees nothing until the mapping goes (one unmap may cover
+    several mappings); a handle unmapped first is freed at its release."""
+    res = two_devices(run_shim, "vmm")
+    expect = per_round(res.stdout, "expect")
+    assert expect[1]["free_bytes"] == 2 * MiB and expect[2]["free_bytes"] == 8 * MiB
+    assert_counters(res.rounds, expect)
+    for n, mem in per_round(res.stdout, "meminfo").items():  # the driver agrees
+        assert res.rounds[n - 1]["cuda_free_mem"] == mem["free"]
+
+
+def test_torch_cache_release_runs_in_the_programs_device_context(run_shim):
+    """torch.cuda.empty_cache() on roundtrim's helper thread runs with the program's device (1)
+    current, so the runtime never creates a context on device 0; once the program dropped its
+    context, the release is skipped and says why."""
+    res = run_shim([PYTHON, ROOT / "tests" / "python" / "torch_device.py"],
+                   env=cuda_env(FAKECUDA_DEVICES=2, ROUNDTRIM_CUDA_EMPTY_CACHE="true"), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout_json() == [{"ran_on": [1], "main_device": 1}]
+    first, second = res.rounds[:2]
+    assert "torch_empty_cache" in first["cleanup"]
+    assert "torch_empty_cache" not in second["cleanup"]
+    assert second["torch_empty_cache_skipped"] == "cuda_no_context"
+    report = fake_report(res.stderr)
+    assert report["implicit_dev0"] == 0 and report["created_dev0"] == 0
+    assert report["touch_dev0"] == 0
+
+
+def test_gpu_check_script_skips_without_a_gpu(tmp_path):
+    """tests/gpu/run.sh on a machine whose nvidia-smi finds no GPU: SKIP and exit 0."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nexit 9\n")
+    fake.chmod(0o755)
+    res = subprocess.run(["bash", str(ROOT / "tests" / "gpu" / "run.sh")], capture_output=True,
+                         text=True, timeout=60, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("SKIP: nvidia-smi finds no GPU")

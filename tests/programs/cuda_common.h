@@ -85,6 +85,16 @@ __attribute__((unused)) static void check(const char *what, CUresult rc)
     }
 }
 
+/* The file name of the library p lies in ("none" when it is in none). */
+__attribute__((unused)) static const char *lib_of(const void *p)
+{
+    Dl_info info;
+    if (!p || !dladdr(p, &info) || !info.dli_fname)
+        return "none";
+    const char *base = strrchr(info.dli_fname, '/');
+    return base ? base + 1 : info.dli_fname;
+}
+
 /* ---- rounds ---- */
 
 static int rounds_done;

@@ -29,6 +29,12 @@ int main(void)
     printf("unknown_rc=%d\n", unknown ? ((CUresult(*)(int))unknown)(7) : -1);
     printf("unknown_lib_is_driver=%d\n",
            unknown && dladdr(unknown, &info) && strstr(info.dli_fname, "libcuda.so") != NULL);
+    /* The driver looking itself up keeps its own function (no wrapper calling back into it). */
+    void *(*self_lookup)(const char *) =
+        (void *(*)(const char *))dlsym(h, "fakecudaTestSelfLookup");
+    void *own = self_lookup ? self_lookup("cuMemAlloc_v2") : NULL;
+    printf("self_lookup_is_driver=%d\n",
+           own && dladdr(own, &info) && strstr(info.dli_fname, "libcuda.so") != NULL);
     cu_start(&cu);
     scenario(&cu);
     dlclose(h);

@@ -27,15 +27,6 @@ pid_t getpid(void)
     return next ? next() : -1;
 }
 
-static const char *lib_of(void *p)
-{
-    Dl_info info;
-    if (!p || !dladdr(p, &info) || !info.dli_fname)
-        return "none";
-    const char *base = strrchr(info.dli_fname, '/');
-    return base ? base + 1 : info.dli_fname;
-}
-
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);

@@ -59,6 +59,12 @@ START_TEST(cuda_keys_only_when_the_driver_was_seen)
     ck_assert_ptr_nonnull(strstr(buf, "\"cuda_alloc_bytes\":1048576"));
     ck_assert_ptr_nonnull(strstr(buf, "\"cuda_live_bytes\":4096"));
     ck_assert_ptr_null(strstr(buf, "cuda_free_mem")); /* no context was current */
+    r.cuda.mem_info_skipped = "no_context";
+    r.cuda_pool_trim_skipped = "cuda_capture";
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"cuda_mem_info_skipped\":\"no_context\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"cuda_pool_trim_skipped\":\"cuda_capture\""));
+    ck_assert_ptr_null(strstr(buf, "cuda_free_mem"));
 }
 END_TEST
 
