@@ -23,20 +23,6 @@ static bool line_open;
 /* The worker, the Python helper and the exiting thread may all write records. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-bool roundtrim_write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 static void warn_unusable(const char *why)
 {
     char line[4400];

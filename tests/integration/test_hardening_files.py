@@ -68,7 +68,7 @@ def setuid_probe():
     if os.geteuid() != 0:
         pytest.skip("needs root to make a setuid-root program (CI runs as root)")
     if not shutil.which("setpriv"):
-        pytest.fail("setpriv (util-linux) is missing: scripts/install-deps installs it")
+        pytest.fail("setpriv (util-linux) is missing")
     top = Path(tempfile.mkdtemp(prefix="roundtrim-secure-"))
     try:
         os.chmod(top, 0o755)
@@ -452,3 +452,23 @@ def test_random_hostile_environments_change_nothing_but_roundtrim_output(run_shi
     assert victim.read_text() == "precious\n"
     assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
     assert os.path.islink(tmp_path / "link")
+
+
+# ---- musl ----------------------------------------------------------------------------------------
+
+
+def test_musl_program_refuses_the_library_as_the_readme_says(tmp_path):
+    """A glibc-built library in LD_PRELOAD of a musl-linked program: the loader refuses it and the
+    program does not start (README, Known limits)."""
+    if not shutil.which("musl-gcc"):
+        pytest.fail("musl-gcc is missing: scripts/install-deps installs musl-tools")
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n')
+    exe = tmp_path / "hello"
+    subprocess.run(["musl-gcc", str(src), "-o", str(exe)], check=True)
+    bare = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                          env=shim_env(preload=False))
+    assert (bare.returncode, bare.stdout) == (0, "hello\n")
+    res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=shim_env())
+    assert res.returncode == 127 and res.stdout == ""
+    assert f"Error relocating {LIB}: " in res.stderr and "symbol not found" in res.stderr
