@@ -39,7 +39,7 @@ static bool open_log(void)
     if (strcmp(tmpl, "stderr") == 0) {
         log_fd = STDERR_FILENO;
         log_is_stderr = true;
-        return true;
+        return roundtrim_fd_id(log_fd, &log_id);
     }
     if (!roundtrim_expand_path(tmpl, (int)getpid(), log_path, sizeof log_path)) {
         roundtrim_warn("ROUNDTRIM_LOG is too long a path; going on without a round log");
@@ -55,11 +55,18 @@ static bool open_log(void)
 }
 
 /* Our descriptor is gone or its number now holds a file of the program's: open the path again
- * (never touching that number), or give up the log. */
+ * (never touching that number), or give up the log. For ROUNDTRIM_LOG=stderr, the file the
+ * program's stderr held at the first record is the log. */
 static bool still_ours(void)
 {
-    if (log_is_stderr || roundtrim_fd_is(log_fd, &log_id))
+    if (roundtrim_fd_is(log_fd, &log_id))
         return true;
+    if (log_is_stderr) {
+        /* The program pointed its stderr elsewhere (closed it, reused the number): records are
+         * not written into what it holds now, and there is nowhere left to say so. */
+        log_state = LOG_NONE;
+        return false;
+    }
     const char *why = NULL;
     log_fd = roundtrim_open_append(log_path, &log_id, &why);
     if (log_fd >= 0)

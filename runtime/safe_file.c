@@ -94,10 +94,9 @@ int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const 
         close(fd);
         return -1;
     }
-    fd = move_high(fd);
     id->dev = st.st_dev;
     id->ino = st.st_ino;
-    return fd;
+    return move_high(fd);
 }
 
 int roundtrim_open_read(const char *path)
@@ -153,6 +152,16 @@ int roundtrim_create_beside(const char *path, char *tmp, size_t cap)
             return -1;
     }
     return -1;
+}
+
+bool roundtrim_fd_id(int fd, struct roundtrim_file_id *id)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return false;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    return true;
 }
 
 bool roundtrim_fd_is(int fd, const struct roundtrim_file_id *id)

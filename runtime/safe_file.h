@@ -29,6 +29,9 @@ int roundtrim_open_read(const char *path);
  * written to tmp. Returns the descriptor, or -1 with errno set. */
 int roundtrim_create_beside(const char *path, char *tmp, size_t cap);
 
+/* Notes what fd refers to now (false when it is not open). */
+bool roundtrim_fd_id(int fd, struct roundtrim_file_id *id);
+
 /* Whether fd still refers to the file it was opened on (the program may have closed it and
  * reused the number for a file of its own). */
 bool roundtrim_fd_is(int fd, const struct roundtrim_file_id *id);

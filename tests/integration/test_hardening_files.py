@@ -472,3 +472,14 @@ def test_musl_program_refuses_the_library_as_the_readme_says(tmp_path):
     res = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, env=shim_env())
     assert res.returncode == 127 and res.stdout == ""
     assert f"Error relocating {LIB}: " in res.stderr and "symbol not found" in res.stderr
+
+
+def test_stderr_log_is_not_written_into_the_file_that_takes_descriptor_2(tmp_path):
+    err, data = tmp_path / "stderr.txt", tmp_path / "data"
+    with open(err, "wb") as f:
+        res = subprocess.run([prog("stderr_reuse"), str(err), str(data)], stderr=f,
+                             env=shim_env({"ROUNDTRIM_LOG": "stderr"}), timeout=60)
+    assert res.returncode == 0
+    assert data.read_text() == "the program's own data\n"
+    records = lines_are_records(err)
+    assert [(r["event"], r.get("round")) for r in records] == [("start", None), ("round", 1)]

@@ -128,9 +128,17 @@ START_TEST(config_survives_random_environments)
         ck_assert_uint_ge(cfg.sample_ms, 10);
         for (unsigned w = 0; w < cfg.warning_count; w++)
             ck_assert_uint_lt(strlen(cfg.warnings[w]), ROUNDTRIM_WARNING_LEN);
-        char text[512];
-        for (int id = 0; id < RT_OPT_COUNT; id++)
+        char text[512], record[2048];
+        for (int id = 0; id < RT_OPT_COUNT; id++) {
             roundtrim_config_value_text(&cfg, (enum roundtrim_option_id)id, text, sizeof text);
+            /* as the start record copies it: one line, whatever the environment held */
+            struct roundtrim_json j;
+            roundtrim_json_begin(&j, record, sizeof record);
+            roundtrim_json_str(&j, roundtrim_options[id].name, text);
+            size_t n = roundtrim_json_end(&j);
+            ck_assert_uint_gt(n, 0);
+            ck_assert_ptr_eq(strchr(record, '\n'), record + n - 1);
+        }
     }
 }
 END_TEST
