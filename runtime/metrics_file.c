@@ -9,7 +9,6 @@
 
 #include "policy/procfs.h"
 #include "policy/prom_format.h"
-#include "runtime/log_writer.h"
 #include "runtime/proc_mem.h"
 #include "runtime/safe_file.h"
 #include "runtime/state.h"
