@@ -483,3 +483,17 @@ def test_stderr_log_is_not_written_into_the_file_that_takes_descriptor_2(tmp_pat
     assert data.read_text() == "the program's own data\n"
     records = lines_are_records(err)
     assert [(r["event"], r.get("round")) for r in records] == [("start", None), ("round", 1)]
+
+
+def test_stderr_log_into_a_pipe_nobody_reads_raises_no_sigpipe():
+    """Records and warnings written into a pipe whose reader is gone: EPIPE, never SIGPIPE
+    (whose default action would end the program, at its exit record at the latest)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        res = subprocess.run([prog("signal_chain"), "3", "none"], stdout=subprocess.PIPE,
+                             stderr=w, env=shim_env({"ROUNDTRIM_LOG": "stderr"}), timeout=60)
+    finally:
+        os.close(w)
+    assert res.returncode == 0
+    assert res.stdout == b"seen=0 seen_info=0 installed=SIG_DFL\n"
