@@ -60,11 +60,23 @@ def lines_are_records(path):
 # ---- secure-exec ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def setuid_probe():
-    """A setuid-root copy of tests/programs/secure_probe.c linked against a copy of the library
-    (absolute RUNPATH: glibc loads it into a setuid program, where it ignores LD_PRELOAD paths),
-    in a directory of the test's own that the user nobody can reach. Removed afterwards."""
+def make_privileged(exe, how):
+    if how == "setuid":
+        os.chmod(exe, 0o4755)
+    elif how == "setgid":
+        os.chmod(exe, 0o2755)
+    else:
+        if not shutil.which("setcap"):
+            pytest.fail("setcap is missing: scripts/install-deps installs libcap2-bin")
+        subprocess.run(["setcap", "cap_net_bind_service+ep", str(exe)], check=True)
+
+
+@pytest.fixture(params=["setuid", "setgid", "file capability"])
+def setuid_probe(request):
+    """A setuid-root (or setgid-root, or file-capability) copy of tests/programs/secure_probe.c
+    linked against a copy of the library (absolute RUNPATH: glibc loads it into such a program,
+    where it ignores LD_PRELOAD paths), in a directory of the test's own that the user nobody can
+    reach. Removed afterwards."""
     if os.geteuid() != 0:
         pytest.skip("needs root to make a setuid-root program (CI runs as root)")
     if not shutil.which("setpriv"):
@@ -78,13 +90,13 @@ def setuid_probe():
                         str(ROOT / "tests" / "programs" / "secure_probe.c"), "-o", str(exe),
                         "-Wl,--no-as-needed", f"-L{top}", "-lroundtrim", f"-Wl,-rpath,{top}",
                         "-ldl"], check=True)
-        os.chmod(exe, 0o4755)
+        make_privileged(exe, request.param)
         # files an attacker would aim at, and a directory to aim at
         (top / "ld.so.preload").write_text("/usr/lib/trusted.so\n")
         (top / "victim.prom").write_text("# root's metrics\n")
         (top / "cgroup").mkdir(mode=0o755)
         (top / "cgroup" / "memory.max").write_text("1000\n")
-        yield top, exe
+        yield top, exe, request.param
     finally:
         shutil.rmtree(top)
 
@@ -123,13 +135,14 @@ SECURE_OUTPUT = b"secure=1 mapped=1 api=1 threads=1 usr1=not-caught usr2=not-cau
 
 
 def test_setuid_program_run_by_nobody_ignores_every_variable(setuid_probe):
-    top, exe = setuid_probe
+    top, exe, how = setuid_probe
     names = option_names()
     before = snapshot(top)
     tried = 0
     for value in hostile_values(top):
-        # every variable at once, then each alone
-        sets = [{n: value for n in names}] + [{n: value} for n in names]
+        # every variable at once; for the setuid program also each alone
+        sets = [{n: value for n in names}] + ([{n: value} for n in names] if how == "setuid"
+                                              else [])
         for extra in sets:
             env = dict(extra, PATH="/usr/bin:/bin",
                        LD_PRELOAD=str(top / "libroundtrim.so"))  # what an attacker also tries
@@ -137,13 +150,13 @@ def test_setuid_program_run_by_nobody_ignores_every_variable(setuid_probe):
             tried += 1
             assert (res.returncode, res.stdout, res.stderr) == (7, SECURE_OUTPUT, b""), extra
     assert snapshot(top) == before  # no file created, changed or replaced
-    assert tried == len(hostile_values(top)) * (len(names) + 1)
+    assert tried == len(hostile_values(top)) * (len(names) + 1 if how == "setuid" else 1)
 
 
 def test_same_program_run_by_its_owner_is_watched_as_usual(setuid_probe):
     """The control: without secure-exec the same binary and library count, start the worker,
     take the round signal, warn and write, so the test above cannot pass by construction."""
-    top, exe = setuid_probe
+    top, exe, _ = setuid_probe
     log = top / "owner.jsonl"
     env = shim_env({"ROUNDTRIM_LOG": str(log), "ROUNDTRIM_EAGER_WORKER": "true",
                     "ROUNDTRIM_ROLE": "bogus"}, preload=False)
