@@ -23,17 +23,52 @@ static void put(struct roundtrim_json *j, const char *fmt, ...)
     j->len += (size_t)n;
 }
 
-/* Writes s as a JSON string body: quotes, backslashes and control bytes escaped. */
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0: a stray continuation byte, an
+ * overlong form, a surrogate, a code point past U+10FFFF or a sequence cut short. */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    unsigned c = p[0], cp, min;
+    size_t n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, min = 0x10000;
+    else
+        return 0;
+    cp = c & (0x7fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) /* the terminating NUL stops here too */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* Writes s as a JSON string: quotes, backslashes and control bytes escaped, and every byte that
+ * is not part of well-formed UTF-8 replaced by U+FFFD, so that any value copied from the
+ * environment or a file name stays one valid JSON string on one line. */
 static void put_escaped(struct roundtrim_json *j, const char *s)
 {
     put(j, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow; p++) {
-        if (*p == '"' || *p == '\\')
-            put(j, "\\%c", *p);
-        else if (*p < 0x20)
-            put(j, "\\u%04x", *p);
-        else
-            put(j, "%c", *p);
+    for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow;) {
+        size_t n = utf8_sequence(p);
+        if (n == 0) {
+            put(j, "\\ufffd");
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            put(j, "\\%c", *p++);
+        } else if (*p < 0x20 || *p == 0x7f) {
+            put(j, "\\u%04x", *p++);
+        } else {
+            put(j, "%.*s", (int)n, (const char *)p);
+            p += n;
+        }
     }
     put(j, "\"");
 }

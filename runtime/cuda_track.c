@@ -24,6 +24,7 @@
 #include "runtime/cuda_account.h"
 #include "runtime/cuda_pinned.h"
 #include "runtime/cuda_track.h"
+#include "runtime/state.h"
 #include "shim/cuda_driver.h"
 #include "shim/cuda_types.h"
 
@@ -198,6 +199,8 @@ void roundtrim_cuda_async_device_note(int device)
 
 void roundtrim_cuda_alloc_note(uint64_t key, uint64_t size, int device, unsigned flags)
 {
+    if (!roundtrim_active()) /* disabled, or a secure-exec process: forwarding only */
+        return;
     struct slot e = {
         .key = key, .size = size, .link = 0, .device = device, .flags = (uint8_t)flags, .used = 1};
     pthread_mutex_lock(&st.lock);

@@ -1,33 +1,34 @@
 #include "runtime/log_writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "policy/procfs.h"
+#include "runtime/safe_file.h"
 #include "runtime/start_record.h"
 #include "runtime/state.h"
 
 enum { LOG_UNOPENED, LOG_OPEN, LOG_NONE };
 static int log_state = LOG_UNOPENED;
 static int log_fd = -1;
+static struct roundtrim_file_id log_id;
+static bool log_is_stderr;
+static char log_path[4096];
+/* The last write stopped inside a line (a full disk, a file size limit): the next record starts
+ * with a newline, so that it is a line of its own. */
+static bool line_open;
+/* The worker, the Python helper and the exiting thread may all write records. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-#define HIGH_FD 200
-
-bool roundtrim_write_all(int fd, const char *buf, size_t len)
+static void warn_unusable(const char *why)
 {
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return false;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return true;
+    char line[4400];
+    snprintf(line, sizeof line, "cannot open ROUNDTRIM_LOG=%s: %s; going on without a round log",
+             log_path, why);
+    roundtrim_warn(line);
 }
 
 static bool open_log(void)
@@ -37,31 +38,69 @@ static bool open_log(void)
         return false;
     if (strcmp(tmpl, "stderr") == 0) {
         log_fd = STDERR_FILENO;
-        return true;
+        log_is_stderr = true;
+        return roundtrim_fd_id(log_fd, &log_id);
     }
-    char path[4096];
-    if (!roundtrim_expand_path(tmpl, (int)getpid(), path, sizeof path)) {
+    if (!roundtrim_expand_path(tmpl, (int)getpid(), log_path, sizeof log_path)) {
         roundtrim_warn("ROUNDTRIM_LOG is too long a path; going on without a round log");
         return false;
     }
-    log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd >= 0 && log_fd < HIGH_FD) {
-        /* Out of the way of programs that close and reuse the low descriptors. */
-        int high = fcntl(log_fd, F_DUPFD_CLOEXEC, HIGH_FD);
-        if (high >= 0) {
-            close(log_fd);
-            log_fd = high;
-        }
-    }
+    const char *why = NULL;
+    log_fd = roundtrim_open_append(log_path, &log_id, &why);
     if (log_fd < 0) {
-        char line[4400];
-        snprintf(line, sizeof line,
-                 "cannot open ROUNDTRIM_LOG=%s: %s; going on without a round log", path,
-                 strerror(errno));
-        roundtrim_warn(line);
+        warn_unusable(why);
         return false;
     }
     return true;
+}
+
+/* Our descriptor is gone or its number now holds a file of the program's: open the path again
+ * (never touching that number), or give up the log. For ROUNDTRIM_LOG=stderr, the file the
+ * program's stderr held at the first record is the log. */
+static bool still_ours(void)
+{
+    if (roundtrim_fd_is(log_fd, &log_id))
+        return true;
+    if (log_is_stderr) {
+        /* The program pointed its stderr elsewhere (closed it, reused the number): records are
+         * not written into what it holds now, and there is nowhere left to say so. */
+        log_state = LOG_NONE;
+        return false;
+    }
+    const char *why = NULL;
+    log_fd = roundtrim_open_append(log_path, &log_id, &why);
+    if (log_fd >= 0)
+        return true;
+    warn_unusable(why);
+    log_state = LOG_NONE;
+    return false;
+}
+
+static bool write_record(const char *line, size_t len)
+{
+    const char *bufs[2] = {"\n", line};
+    size_t lens[2] = {1, len};
+    size_t prefix = line_open ? 1 : 0;
+    size_t done =
+        roundtrim_write_quiet(log_fd, bufs + 1 - prefix, lens + 1 - prefix, (int)(1 + prefix));
+    if (done == len + prefix) {
+        line_open = false;
+        return true;
+    }
+    /* Whatever part of the record got out is a broken line; a lone newline closed the old one. */
+    if (done > prefix)
+        line_open = true;
+    else if (done == prefix)
+        line_open = false;
+    static bool said;
+    if (!said) {
+        said = true;
+        char msg[300];
+        snprintf(msg, sizeof msg, "writing the round log failed: %s; records are lost",
+                 strerror(errno));
+        roundtrim_warn(msg);
+    }
+    return false;
 }
 
 static bool ensure_open(void)
@@ -72,7 +111,7 @@ static bool ensure_open(void)
             char start[8192];
             size_t n = roundtrim_start_record_format(start, sizeof start);
             if (n > 0)
-                roundtrim_write_all(log_fd, start, n);
+                write_record(start, n);
         }
     }
     return log_state == LOG_OPEN;
@@ -80,32 +119,26 @@ static bool ensure_open(void)
 
 bool roundtrim_log_write(const char *line, size_t len)
 {
-    if (!ensure_open())
-        return false;
-    if (!roundtrim_write_all(log_fd, line, len)) {
-        static bool said;
-        if (!said) {
-            said = true;
-            char msg[300];
-            snprintf(msg, sizeof msg, "writing the round log failed: %s; records are lost",
-                     strerror(errno));
-            roundtrim_warn(msg);
-        }
-        return false;
-    }
-    return true;
+    pthread_mutex_lock(&log_lock);
+    bool ok = ensure_open() && still_ours() && write_record(line, len);
+    pthread_mutex_unlock(&log_lock);
+    return ok;
 }
 
 bool roundtrim_log_started(void)
 {
-    return log_state == LOG_OPEN;
+    return __atomic_load_n(&log_state, __ATOMIC_RELAXED) == LOG_OPEN;
 }
 
 void roundtrim_log_fork_child(void)
 {
-    /* The child writes its own start record, to its own file when the path has %p. */
-    if (log_state == LOG_OPEN && log_fd != STDERR_FILENO)
+    pthread_mutex_init(&log_lock, NULL);
+    /* The child writes its own start record, to its own file when the path has %p. The number is
+     * closed only while it still holds our file: it may be the program's by now. */
+    if (log_state == LOG_OPEN && !log_is_stderr && roundtrim_fd_is(log_fd, &log_id))
         close(log_fd);
     log_state = LOG_UNOPENED;
     log_fd = -1;
+    log_is_stderr = false;
+    line_open = false;
 }

@@ -1,5 +1,6 @@
 /* The round log: opened at the first record (a process that never ends a round writes nothing),
- * one write(2) per record so that processes appending to one file never interleave. */
+ * one write(2) per record so that processes appending to one file never interleave. Only a
+ * regular file is used, and only while the descriptor still refers to it (runtime/safe_file.h). */
 #ifndef ROUNDTRIM_RUNTIME_LOG_WRITER_H
 #define ROUNDTRIM_RUNTIME_LOG_WRITER_H
 
@@ -14,8 +15,5 @@ bool roundtrim_log_write(const char *line, size_t len);
 bool roundtrim_log_started(void);
 
 void roundtrim_log_fork_child(void);
-
-/* Writes a whole buffer to fd, retrying short writes and EINTR. */
-bool roundtrim_write_all(int fd, const char *buf, size_t len);
 
 #endif

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include "policy/procfs.h"
+#include "runtime/safe_file.h"
 
 bool roundtrim_read_file(const char *path, char *buf, size_t cap)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* cgroup paths come from the environment: a FIFO or a device there must not block or act. */
+    int fd = roundtrim_open_read(path);
     if (fd < 0)
         return false;
     size_t len = 0;

@@ -7,7 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Reads a small file into buf (NUL-terminated) with plain syscalls; false on any failure. */
+/* Reads a small regular file into buf (NUL-terminated) with plain syscalls, never following a
+ * final symlink nor blocking; false on any failure or for any other kind of file. */
 bool roundtrim_read_file(const char *path, char *buf, size_t cap);
 
 uint64_t roundtrim_rss_bytes(void);

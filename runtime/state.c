@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "runtime/allocator_ops.h"
@@ -13,6 +14,7 @@
 #include "runtime/metrics_file.h"
 #include "runtime/python_bridge.h"
 #include "runtime/round.h"
+#include "runtime/safe_file.h"
 #include "shim/signal_hooks.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
@@ -61,8 +63,15 @@ void roundtrim_warn(const char *text)
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';
     }
-    if (n > 0)
-        roundtrim_write_all(STDERR_FILENO, line, (size_t)n);
+    /* One warning, one line: values copied from the environment may hold newlines. */
+    for (int i = 0; i < n - 1; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            line[i] = '?';
+    if (n > 0) {
+        const char *bufs[1] = {line};
+        size_t len = (size_t)n;
+        roundtrim_write_quiet(STDERR_FILENO, bufs, &len, 1);
+    }
 }
 
 void roundtrim_warn_once_errno(const char *text, int err)
@@ -131,6 +140,12 @@ __attribute__((constructor)) static void roundtrim_start(void)
     start_ts = roundtrim_wall_seconds();
     roundtrim_next_alloc_resolve();
     roundtrim_signal_hooks_resolve();
+    /* Setuid, setgid and file-capability programs: the caller's environment must have no effect
+     * on them, so nothing is read from it, nothing counted, started, opened or registered. */
+    if (getauxval(AT_SECURE)) {
+        roundtrim_counters_disable();
+        return;
+    }
     roundtrim_config_load(&config, env_lookup, NULL);
     copy_strings();
     print_warnings();

@@ -111,4 +111,4 @@ def test_unwritable_metrics_path_warns_once(run_shim):
     assert res.returncode == 0 and len(res.rounds) == 3
     assert res.stderr.splitlines() == [
         "roundtrim: cannot write ROUNDTRIM_PROM_FILE=/nonexistent-dir/rt.prom: No such file or "
-        "directory; going on without metrics"]
+        "directory; metrics are not updated"]

@@ -1,5 +1,6 @@
 /* The round record's JSON and the Prometheus text: what users parse and graph. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,36 @@ START_TEST(strings_are_escaped)
 }
 END_TEST
 
+/* A value copied from the environment or a path: one valid JSON string on one line, whatever
+ * bytes it holds. */
+START_TEST(control_bytes_and_invalid_utf8_are_escaped)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"a\tb\rc\x7f\x01", "a\\u0009b\\u000dc\\u007f\\u0001"},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+        {"\x80x", "\\ufffdx"},                                /* stray continuation byte */
+        {"\xc0\x80", "\\ufffd\\ufffd"},                       /* overlong NUL */
+        {"\xed\xa0\x80", "\\ufffd\\ufffd\\ufffd"},            /* surrogate */
+        {"\xe2\x82", "\\ufffd\\ufffd"},                       /* cut short at the end */
+        {"\xe2\x82\"", "\\ufffd\\ufffd\\\""},                 /* cut short by a quote */
+        {"\xf5\x80\x80\x80", "\\ufffd\\ufffd\\ufffd\\ufffd"}, /* past U+10FFFF */
+        {"\xff", "\\ufffd"},
+        {"/tmp/x\n{\"event\":\"round\"}", "/tmp/x\\u000a{\\\"event\\\":\\\"round\\\"}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[256], want[256];
+        struct roundtrim_json j;
+        roundtrim_json_begin(&j, buf, sizeof buf);
+        roundtrim_json_str(&j, "v", cases[i].in);
+        ck_assert_uint_gt(roundtrim_json_end(&j), 0);
+        snprintf(want, sizeof want, "{\"v\":\"%s\"}\n", cases[i].out);
+        ck_assert_str_eq(buf, want);
+    }
+}
+END_TEST
+
 START_TEST(prometheus_text_has_help_type_and_labels)
 {
     struct roundtrim_round_record r = sample();
@@ -140,6 +171,7 @@ int main(void)
     tcase_add_test(tc, unknown_heap_is_null_and_no_cleanup_is_empty);
     tcase_add_test(tc, too_small_a_buffer_gives_nothing_rather_than_half_a_record);
     tcase_add_test(tc, strings_are_escaped);
+    tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
     suite_add_tcase(s, tc);
     return run_suite(s);
