@@ -26,6 +26,11 @@ const struct roundtrim_fw_hook roundtrim_fw_hooks[] = {
     /* Flower, legacy clients (start_client, NumPyClient or Client through client_fn). */
     {"flwr", "flwr.client.numpy_client:_fit", RT_FW_CLIENT, ANY, ANY, false},
     {"flwr", "flwr.client.client:maybe_call_fit", RT_FW_CLIENT, ANY, ANY, false},
+    /* Flower deployment engine: a flwr-clientapp process handles one message and exits; its
+     * start and exit records tell what the message cost. A legacy client inside counts no round
+     * there (it does in a simulation's long-lived workers). */
+    {"flwr", "flwr.supernode.runtime.run_clientapp:run_clientapp", RT_FW_PER_MESSAGE, ANY, ANY,
+     false},
     /* Flower, legacy server loop (Strategy API). */
     {"flwr", "flwr.server.server:Server.fit_round", RT_FW_SERVER, ANY, ANY, false},
     /* Flower deployment engine: the SuperNode, one boundary per reply it pushes. */
@@ -52,6 +57,8 @@ const struct roundtrim_fw_hook roundtrim_fw_hooks[] = {
     {"appfl", "appfl.agent.client:ClientAgent.train", RT_FW_CLIENT, ANY, ANY, true},
     {"appfl", "appfl.algorithm.aggregator.fedavg_aggregator:FedAvgAggregator.aggregate",
      RT_FW_SERVER, ANY, ANY, false},
+    /* A process that creates the server agent is the server, or a serial simulation. */
+    {"appfl", "appfl.agent.server:ServerAgent.__init__", RT_FW_SERVER_SETUP, ANY, ANY, false},
 };
 
 const size_t roundtrim_fw_hook_count = sizeof roundtrim_fw_hooks / sizeof roundtrim_fw_hooks[0];
@@ -67,6 +74,10 @@ const char *roundtrim_fw_role_name(enum roundtrim_fw_role role)
         return "node";
     case RT_FW_SERVER:
         return "server";
+    case RT_FW_PER_MESSAGE:
+        return "per_message";
+    case RT_FW_SERVER_SETUP:
+        return "server_setup";
     }
     return "unknown";
 }

@@ -13,6 +13,13 @@ enum roundtrim_fw_role {
     RT_FW_EXECUTOR, /* the client process that hands tasks to an external trainer */
     RT_FW_NODE,     /* a long-lived node process relaying one reply to the server */
     RT_FW_SERVER,   /* a server's aggregation */
+    /* A process that handles one message and exits: no round at all, also for the hooked calls
+     * inside (a per-round cleanup right before the process ends is wasted time). */
+    RT_FW_PER_MESSAGE,
+    /* Called when a process sets up the server side (no round by itself): from then on the
+     * framework's client rows leave the rounds to the server's aggregation (a single-process
+     * simulation is one round per aggregation). */
+    RT_FW_SERVER_SETUP,
 };
 
 struct roundtrim_fw_hook {
@@ -21,8 +28,8 @@ struct roundtrim_fw_hook {
     enum roundtrim_fw_role role;
     const char *min_version; /* inclusive; NULL: any */
     const char *below;       /* exclusive upper bound; NULL: any */
-    /* A client row that does not count in a process where a server row of the same framework is
-     * hooked: a single-process simulation is one round per aggregation. */
+    /* A client row that does not count in a process that has set up the server side of the same
+     * framework (a server-setup row was called). */
     bool yields_to_server;
 };
 

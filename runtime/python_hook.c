@@ -23,6 +23,7 @@ struct entry {
     const struct roundtrim_fw_hook *fw; /* the framework row, or NULL for a name the user gave */
     bool in_main; /* "__main__:...": the main program's own namespace, never "finished" */
     bool fw_seen; /* the framework's top-level package was imported */
+    bool called;  /* the hooked function was called at least once (under the GIL) */
     enum entry_state state;
     bool armed;         /* a weakref on the running module body waits for it to end */
     py_object *weakref; /* kept: dropping it from inside its own callback is not safe */
@@ -163,15 +164,18 @@ static py_object *new_ref(py_object *o)
     return o;
 }
 
-/* A client row of a framework whose server row is hooked in the same process (a single-process
+/* A per-message or server-setup row never ends a round (nor do the hooked calls inside it). A
+ * client row of a framework whose server side was set up in this process (a single-process
  * simulation) leaves the rounds to the server's aggregation. */
 static bool counts_as_round(const struct entry *e)
 {
+    if (e->fw && (e->fw->role == RT_FW_PER_MESSAGE || e->fw->role == RT_FW_SERVER_SETUP))
+        return false;
     if (!e->fw || !e->fw->yields_to_server)
         return true;
     for (size_t i = 0; i < entry_count; i++) {
         const struct entry *o = &entries[i];
-        if (o->fw && o->state == ATTACHED && o->fw->role == RT_FW_SERVER &&
+        if (o->fw && o->called && o->fw->role == RT_FW_SERVER_SETUP &&
             strcmp(o->fw->framework, e->fw->framework) == 0)
             return false;
     }
@@ -190,6 +194,8 @@ static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs
     hook_depth--;
     /* Plain C, no Python API: the exception of a failed call stays set and untouched. */
     size_t i = fields(self)->entry;
+    if (i < entry_count)
+        entries[i].called = true;
     if (hook_depth == 0 && i < entry_count && counts_as_round(&entries[i])) {
         __atomic_store_n(&last_hook, entries[i].target, __ATOMIC_RELEASE);
         roundtrim_boundary(ROUNDTRIM_SRC_PYTHON);

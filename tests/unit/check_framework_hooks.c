@@ -56,6 +56,11 @@ START_TEST(every_framework_has_its_round_functions)
                                             "FedAvgAggregator.aggregate")
                          ->role,
                      RT_FW_SERVER);
+    ck_assert_int_eq(roundtrim_fw_hook_find("appfl.agent.server", "ServerAgent.__init__")->role,
+                     RT_FW_SERVER_SETUP);
+    ck_assert_int_eq(
+        roundtrim_fw_hook_find("flwr.supernode.runtime.run_clientapp", "run_clientapp")->role,
+        RT_FW_PER_MESSAGE);
     /* Not a round: once per client per round. The 2.7-era name no longer exists. */
     ck_assert_ptr_null(roundtrim_fw_hook_find("appfl.agent.server", "ServerAgent.global_update"));
     ck_assert_ptr_null(
