@@ -2,7 +2,7 @@
 clients of the round have reported (not a round by itself)."""
 
 from appfl.algorithm.aggregator import FedAvgAggregator
-from appfl.scheduler.sync_scheduler import SyncScheduler
+from appfl.algorithm.scheduler.sync_scheduler import SyncScheduler
 
 
 class ServerAgent:
