@@ -526,8 +526,10 @@ static bool other_version(struct entry *e)
 /* body_done: the module's body is known to have finished (its code object just died). */
 static void try_attach(struct entry *e, bool body_done)
 {
-    if (e->fw && !e->fw_seen)
-        e->fw_seen = loaded_module(e->fw->framework) != NULL;
+    /* A framework's modules exist only once its top-level package does: one lookup per import
+     * for the rows of a framework the process does not use. */
+    if (e->fw && !e->fw_seen && !(e->fw_seen = loaded_module(e->fw->framework) != NULL))
+        return;
     /* Rows for other versions leave as soon as the version is known, imported or not. */
     if (e->fw_seen && e->state == PENDING && other_version(e))
         return;

@@ -1,4 +1,6 @@
-/* Round hooks for unmodified Python programs: ROUNDTRIM_PY_HOOK="module:qualname[,...]".
+/* Round hooks for unmodified Python programs: the round functions of the FL framework a process
+ * imports (policy/framework_hooks.h; ROUNDTRIM_PY_HOOK unset or "auto"), and/or the functions
+ * ROUNDTRIM_PY_HOOK="module:qualname[,...]" names.
  *
  * Every return (normal or by exception) from a hooked function is a round boundary. The function
  * object is left alone; the name that the spec gives (the module's attribute, or the class's
