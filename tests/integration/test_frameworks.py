@@ -120,12 +120,17 @@ def test_nvflare_own_cleanup_is_not_repeated_and_its_interval_honoured(run_shim)
 
 
 def test_nvflare_main_trainer_gets_roundtrims_cleanup(run_shim):
-    """NVFlare main no longer reads NVFLARE_CLIENT_MEMORY_GC_ROUNDS: roundtrim does, and cleans
-    the trainer itself on those rounds."""
-    env = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2"}
+    """NVFlare main no longer reads NVFLARE_CLIENT_MEMORY_GC_ROUNDS or NVFLARE_CUDA_EMPTY_CACHE:
+    roundtrim does, and cleans the trainer itself on those rounds (no torch here: no CUDA step,
+    and nothing to say about it)."""
+    env = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2", "NVFLARE_CUDA_EMPTY_CACHE": "true"}
     res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", "nvflare_train.py"], env)
     trainer = the_process_with(by_pid(res), SEND)
+    settings = trainer["start"]["settings"]
+    assert settings["ROUNDTRIM_CUDA_EMPTY_CACHE"] == {"value": "true",
+                                                      "source": "NVFLARE_CUDA_EMPTY_CACHE"}
     assert [r["cleanup"] for r in trainer["rounds"]] == [[], ["gc", "trim"], [], ["gc", "trim"]]
+    assert not any("torch_empty_cache_skipped" in r for r in trainer["rounds"])
 
 
 def test_program_cleanup_by_hand_is_not_done_twice(run_shim):
@@ -213,12 +218,14 @@ def test_flower_deployment_rounds_in_the_long_lived_processes(run_shim, app, str
         assert hooks_of(procs[pid]) == [PUSH] * 6
 
 
-def test_flower_legacy_clients_one_round_per_fit(run_shim):
+def test_flower_legacy_clients_and_server_one_round_per_fit(run_shim):
     res = run_tree(run_shim, ["flower_run.py", "legacy", "3"])
     out = json.loads(res.stdout)
     assert out["arrays"] == [3.0, 3.0]
     procs = by_pid(res)
-    assert set(procs) == set(out["nodes"])
+    server = the_process_with(procs, "flwr.server.server:Server.fit_round")
+    assert hooks_of(server) == ["flwr.server.server:Server.fit_round"] * 3
+    assert set(procs) == set(out["nodes"]) | {server["start"]["pid"]}
     for pid in out["nodes"]:
         # maybe_call_fit calls the NumPyClient's _fit: one round, when the outer call returns.
         assert hooks_of(procs[pid]) == ["flwr.client.client:maybe_call_fit"] * 3

@@ -57,18 +57,30 @@ def deployment(app, rounds, strategy_name):
 
 
 def legacy(rounds):
+    from flwr.server import Server
+
     grid = Grid([sys.executable, os.path.join(HERE, "flower_legacy_client.py")])
-    params = [0.0, 0.0]
-    for r in range(1, rounds + 1):
-        for node in grid.nodes:
+
+    def client_fit(node):
+        def fit(params):
             for kind in ("train", "evaluate"):
-                node.stdin.write(json.dumps({"type": kind, "content": {"parameters": params}}) + "\n")
+                node.stdin.write(json.dumps({"type": kind, "content": {"parameters": params}}))
+                node.stdin.write("\n")
                 node.stdin.flush()
                 reply = json.loads(node.stdout.readline())
                 if kind == "train":
                     new = reply["parameters"]
+            return new
+
+        return fit
+
+    def after_round(r):
+        for node in grid.nodes:
             wait_rounds(r, timeout=5, pid=node.pid)
-        params = new
+        wait_rounds(r, timeout=5)
+
+    server = Server([client_fit(n) for n in grid.nodes])
+    params = server.fit(rounds, after_round=after_round)
     print(json.dumps({"arrays": params, "exit": grid.close(), "nodes": [n.pid for n in grid.nodes]}))
 
 
