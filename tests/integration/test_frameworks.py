@@ -306,3 +306,25 @@ def test_appfl_example_runs_a_serial_simulation_with_rounds(tmp_path):
     bad = subprocess.run([str(EXAMPLES / "appfl.sh"), "nobody", "true"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "server or client" in bad.stderr
+
+
+def test_a_release_that_renames_a_hooked_function_is_reported(run_shim, tmp_path):
+    """A framework release without a function the table names: no round, no warning line (the
+    user named nothing), and the exit record lists it as missing."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE / "nvflare", tree / "nvflare")
+    shutil.copy(TREE / "fw_sync.py", tree)
+    api = tree / "nvflare" / "client" / "api.py"
+    api.write_text(api.read_text().replace("def send(", "def send_model("))
+    (tree / "nvflare" / "client" / "__init__.py").write_text("")
+    program = ("import ctypes, nvflare.client.api as api; from fw_sync import wait_rounds\n"
+               "api.send_model\nctypes.CDLL(None).roundtrim_round_end(); wait_rounds(1)\n")
+    res = run_shim([PYTHON, "-c", program], env={"PYTHONPATH": str(tree)}, cwd=tree)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    (proc,) = by_pid(res).values()
+    assert [r["source"] for r in proc["rounds"]] == ["call"]
+    assert proc["exit"]["hooks_missing"] == [SEND]
+    assert proc["exit"]["hooks_attached"] == []
