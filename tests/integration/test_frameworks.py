@@ -79,11 +79,16 @@ def test_nvflare_in_process_one_round_per_send_and_no_executor_round(run_shim, v
     assert not any(h.startswith(("flwr", "appfl")) for h in ex["hooks_not_imported"])
 
 
-@pytest.mark.parametrize("version,executor", [("2.9.0dev0", NEW_EXECUTOR), ("2.8.1", OLD_EXECUTOR)])
-def test_nvflare_external_process_rounds_in_job_and_trainer(run_shim, version, executor):
-    """External-process Client API: the trainer child gets a round per flare.send(), the client
-    job process that launched it a round per task, through the executor of its version."""
-    res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", "nvflare_train.py"],
+@pytest.mark.parametrize("version,executor,script", [
+    ("2.9.0dev0", NEW_EXECUTOR, "nvflare_train.py"),
+    ("2.9.0dev0", NEW_EXECUTOR, "nvflare_train_decorated.py"),
+    ("2.8.1", OLD_EXECUTOR, "nvflare_train.py"),
+])
+def test_nvflare_external_process_rounds_in_job_and_trainer(run_shim, version, executor, script):
+    """External-process Client API: the trainer child gets a round per flare.send() (also when
+    @flare.train sends), the client job process that launched it a round per task, through the
+    executor of its version."""
+    res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", script],
                    {"FAKE_NVFLARE_VERSION": version})
     assert json.loads(res.stdout)["weights"] == [4.0] * 4
     assert res.stderr == ""
