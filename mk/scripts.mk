@@ -22,6 +22,8 @@ install-scripts: $(BUILD)/roundtrim-options
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
 	    scripts/examples/pod.yaml $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
-	install -m 0755 scripts/examples/entrypoint.sh $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
+	install -m 0755 scripts/examples/entrypoint.sh scripts/examples/nvflare-simulator.sh \
+	    scripts/examples/flower.sh scripts/examples/appfl.sh \
+	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
 
 INSTALL_HOOKS += install-scripts

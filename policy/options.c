@@ -40,9 +40,10 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "on cleanup rounds also trim the CUDA memory pools and release the PyTorch CUDA cache"},
     {RT_OPT_PY_GC, "ROUNDTRIM_PY_GC", NULL, RT_TYPE_BOOL, 0, 0, "true",
      "in a Python process, run a full gc.collect() first on cleanup rounds"},
-    {RT_OPT_PY_HOOK, "ROUNDTRIM_PY_HOOK", NULL, RT_TYPE_STRING, 0, 0, "(unset)",
-     "module:qualname[,module:qualname...]: every return from these Python functions ends a "
-     "round"},
+    {RT_OPT_PY_HOOK, "ROUNDTRIM_PY_HOOK", NULL, RT_TYPE_STRING, 0, 0, "auto",
+     "Python round hooks: auto hooks the round functions of the FL framework the process imports "
+     "(NVFlare, Flower, APPFL); module:qualname[,...] hooks only those (every return ends a "
+     "round); auto,module:qualname adds them to the framework's; none turns hooks off"},
     {RT_OPT_INTERVAL_S, "ROUNDTRIM_INTERVAL_S", NULL, RT_TYPE_UINT, 0, 7u * DAY_S, "0 (off)",
      "seconds; a round ends every N seconds, for programs with no boundary of their own"},
     {RT_OPT_PRESSURE_WARN, "ROUNDTRIM_PRESSURE_WARN", NULL, RT_TYPE_UINT, 0, 100, "85",
@@ -322,7 +323,7 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         snprintf(buf, len, "%s", cfg->py_gc ? "true" : "false");
         return;
     case RT_OPT_PY_HOOK:
-        text_or_unset(buf, len, cfg->py_hook);
+        text_or_unset(buf, len, cfg->py_hook ? cfg->py_hook : "auto");
         return;
     case RT_OPT_INTERVAL_S:
         snprintf(buf, len, "%" PRIu64, cfg->interval_s);

@@ -234,6 +234,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_u64(&j, "round", r->round); /* round before ts: the key users sort by */
     roundtrim_json_ts(&j, "ts", r->ts);
     roundtrim_json_str(&j, "source", r->source);
+    if (r->hook)
+        roundtrim_json_str(&j, "hook", r->hook);
     roundtrim_json_u64(&j, "malloc_calls", r->traffic.malloc_calls);
     roundtrim_json_u64(&j, "free_calls", r->traffic.free_calls);
     roundtrim_json_u64(&j, "malloc_bytes", r->traffic.malloc_bytes);
@@ -254,6 +256,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_us", r->trim_us);
+    else if (r->trim_skipped)
+        roundtrim_json_str(&j, "trim_skipped", r->trim_skipped);
     if (r->gc_ran) {
         roundtrim_json_u64(&j, "gc_collected", r->gc_collected);
         roundtrim_json_u64(&j, "gc_us", r->gc_us);

@@ -41,6 +41,7 @@ struct roundtrim_round_record {
     uint64_t round;
     double ts; /* seconds since the epoch */
     const char *source;
+    const char *hook; /* "module:qualname" of the Python hook that ended the round, or NULL */
     const char *allocator;
     struct roundtrim_traffic traffic;
     bool heap_live_known;
@@ -52,7 +53,8 @@ struct roundtrim_round_record {
     uint64_t cleanup_us, trim_us;
     bool gc_ran;
     uint64_t gc_collected, gc_us;
-    const char *gc_skipped; /* why a due gc did not run (GIL not free in time, ...), or NULL */
+    const char *gc_skipped;   /* why a due gc did not run (GIL not free in time, ...), or NULL */
+    const char *trim_skipped; /* why a due trim or purge did not run ("program_trim"), or NULL */
     uint64_t torch_empty_cache_us;
     const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
     uint64_t cuda_pool_trim_bytes;

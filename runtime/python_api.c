@@ -131,6 +131,9 @@ bool roundtrim_py_resolve(void)
     *(void **)&roundtrim_py.GC_Disable = optional("PyGC_Disable", NULL);
     *(void **)&roundtrim_py.InterpreterState_Get =
         optional("PyInterpreterState_Get", "_PyInterpreterState_Get");
+    *(void **)&roundtrim_py.Unicode_AsUTF8 = optional("PyUnicode_AsUTF8", NULL);
+    *(void **)&roundtrim_py.Sequence_GetItem = optional("PySequence_GetItem", NULL);
+    roundtrim_py.Unicode_Type = optional("PyUnicode_Type", NULL);
     if (!roundtrim_py.GC_IsEnabled || !roundtrim_py.GC_Enable || !roundtrim_py.GC_Disable)
         roundtrim_py.GC_IsEnabled = NULL;
     roundtrim_py.hooks = roundtrim_py.minor >= 8 && roundtrim_py.InterpreterState_Get &&

@@ -112,6 +112,9 @@ struct roundtrim_py_api {
     py_object *(*Err_Occurred)(void);
     void (*Err_SetString)(py_object *type, const char *msg);
     py_object *(*Unicode_FromString)(const char *s);
+    /* Optional (NULL when missing): framework versions and gc statistics. */
+    const char *(*Unicode_AsUTF8)(py_object *s);
+    py_object *(*Sequence_GetItem)(py_object *o, py_ssize i);
 
     /* Data symbols (addresses of static type objects and singletons). */
     py_object *None;
@@ -124,6 +127,7 @@ struct roundtrim_py_api {
     py_object *StaticMethod_Type;
     py_object *ClassMethod_Type;
     py_object *BaseObject_Type;
+    py_object *Unicode_Type; /* optional */
 };
 
 extern struct roundtrim_py_api roundtrim_py;

@@ -4,23 +4,37 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/framework_hooks.h"
+#include "policy/round_record.h"
 #include "runtime/boundary.h"
 #include "runtime/python_api.h"
+#include "runtime/python_program_gc.h"
 #include "runtime/state.h"
 
 #define P roundtrim_py
 
-enum entry_state { PENDING, ATTACHED, DROPPED };
+/* DROPPED: named something that is not there (or not a function); NOT_THIS_VERSION: a framework
+ * row for other versions of the framework the process imported. */
+enum entry_state { PENDING, ATTACHED, DROPPED, NOT_THIS_VERSION };
 
 struct entry {
     struct roundtrim_py_hook_entry name;
+    char target[sizeof(struct roundtrim_py_hook_entry)]; /* "module:qualname", for records */
+    const struct roundtrim_fw_hook *fw; /* the framework row, or NULL for a name the user gave */
     bool in_main; /* "__main__:...": the main program's own namespace, never "finished" */
+    bool fw_seen; /* the framework's top-level package was imported */
+    bool called;  /* the hooked function was called at least once (under the GIL) */
     enum entry_state state;
     bool armed;         /* a weakref on the running module body waits for it to end */
     py_object *weakref; /* kept: dropping it from inside its own callback is not safe */
 };
 
-static struct entry entries[ROUNDTRIM_PY_HOOK_MAX];
+/* The names a user gave, then the framework table's rows. */
+static struct entry entries[ROUNDTRIM_PY_HOOK_MAX + 32];
+static bool auto_hooks; /* the framework table is in use */
+static bool hooks_off;  /* ROUNDTRIM_PY_HOOK=none */
+/* The entry whose return was the last Python boundary (read by the worker for the record). */
+static const char *last_hook;
 static size_t entry_count;
 static unsigned pending_count;
 static unsigned main_pending;
@@ -67,7 +81,7 @@ static void warn_entry(void (*warn)(const char *), const char *entry, size_t n, 
 }
 
 size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry *out, size_t max,
-                               void (*warn)(const char *line))
+                               bool *with_auto, void (*warn)(const char *line))
 {
     size_t kept = 0;
     const char *p = spec ? spec : "";
@@ -82,6 +96,11 @@ size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry 
             n--;
         if (!n)
             continue; /* an empty item (",," or a trailing comma) says nothing */
+        if (n == 4 && memcmp(s, "auto", 4) == 0) {
+            if (with_auto)
+                *with_auto = true;
+            continue;
+        }
         const char *colon = memchr(s, ':', n);
         if (!colon) {
             warn_entry(warn, s, n, "expected module:qualname");
@@ -121,7 +140,8 @@ static void warn_runtime(const struct entry *e, const char *why)
 
 struct proxy_fields {
     py_object *target;
-    bool binds; /* the target is a Python function: it binds to instances as a method */
+    bool binds;   /* the target is a Python function: it binds to instances as a method */
+    size_t entry; /* the entry that hooked it */
 };
 
 static py_object *proxy_type;
@@ -144,6 +164,24 @@ static py_object *new_ref(py_object *o)
     return o;
 }
 
+/* A per-message or server-setup row never ends a round (nor do the hooked calls inside it). A
+ * client row of a framework whose server side was set up in this process (a single-process
+ * simulation) leaves the rounds to the server's aggregation. */
+static bool counts_as_round(const struct entry *e)
+{
+    if (e->fw && (e->fw->role == RT_FW_PER_MESSAGE || e->fw->role == RT_FW_SERVER_SETUP))
+        return false;
+    if (!e->fw || !e->fw->yields_to_server)
+        return true;
+    for (size_t i = 0; i < entry_count; i++) {
+        const struct entry *o = &entries[i];
+        if (o->fw && o->called && o->fw->role == RT_FW_SERVER_SETUP &&
+            strcmp(o->fw->framework, e->fw->framework) == 0)
+            return false;
+    }
+    return true;
+}
+
 static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs)
 {
     py_object *target = fields(self)->target;
@@ -155,8 +193,13 @@ static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs
     py_object *result = P.Object_Call(target, args, kwargs);
     hook_depth--;
     /* Plain C, no Python API: the exception of a failed call stays set and untouched. */
-    if (hook_depth == 0)
+    size_t i = fields(self)->entry;
+    if (i < entry_count)
+        entries[i].called = true;
+    if (hook_depth == 0 && i < entry_count && counts_as_round(&entries[i])) {
+        __atomic_store_n(&last_hook, entries[i].target, __ATOMIC_RELEASE);
         roundtrim_boundary(ROUNDTRIM_SRC_PYTHON);
+    }
     return result;
 }
 
@@ -285,7 +328,7 @@ static bool make_proxy_type(void)
     return true;
 }
 
-static py_object *new_proxy(py_object *target, bool binds)
+static py_object *new_proxy(py_object *target, bool binds, size_t entry)
 {
     if (!make_proxy_type())
         return NULL;
@@ -294,6 +337,7 @@ static py_object *new_proxy(py_object *target, bool binds)
         return NULL;
     fields(self)->target = new_ref(target);
     fields(self)->binds = binds;
+    fields(self)->entry = entry;
     return self;
 }
 
@@ -358,9 +402,9 @@ static py_object *plain_lookup(py_object *owner, const char *name)
 
 enum attach_result { NOT_YET, DONE, FAILED };
 
-/* Binds the proxy in place of `last` in `owner`. */
+/* Binds the proxy for entries[entry] in place of `last` in `owner`. */
 static enum attach_result bind_proxy(py_object *owner, const char *last, py_object *value,
-                                     const char **why)
+                                     size_t entry, const char **why)
 {
     bool in_class = is_instance(owner, P.Type_Type);
     bool is_static = in_class && is_instance(value, P.StaticMethod_Type);
@@ -384,7 +428,7 @@ static enum attach_result bind_proxy(py_object *owner, const char *last, py_obje
         *why = "not a function (property, builtin or other descriptor)";
     } else if (!P.Callable_Check(func)) {
         *why = "not callable";
-    } else if (!(proxy = new_proxy(func, function))) {
+    } else if (!(proxy = new_proxy(func, function, entry))) {
         *why = "cannot create the hook";
     } else {
         bound = is_static  ? P.StaticMethod_New(proxy)
@@ -405,7 +449,7 @@ static enum attach_result bind_proxy(py_object *owner, const char *last, py_obje
 
 /* Resolves "A.B.name" from the module and binds the proxy. */
 static enum attach_result attach_in(py_object *module, const char *qualname, bool missing_is_late,
-                                    const char **why)
+                                    size_t entry, const char **why)
 {
     char path[sizeof entries[0].name.qualname];
     snprintf(path, sizeof path, "%s", qualname);
@@ -432,7 +476,7 @@ static enum attach_result attach_in(py_object *module, const char *qualname, boo
         *why = "no such attribute";
         res = missing_is_late ? NOT_YET : FAILED;
     } else {
-        res = bind_proxy(owner, part, value, why);
+        res = bind_proxy(owner, part, value, entry, why);
         P.DecRef(value);
     }
     P.DecRef(owner);
@@ -445,21 +489,57 @@ static void settle(struct entry *e, enum attach_result res, const char *why)
         return;
     e->state = res == DONE ? ATTACHED : DROPPED;
     pending_count--;
+    if (res == DONE)
+        roundtrim_python_gc_baseline();
     if (e->in_main)
         main_pending--;
-    if (res == FAILED)
+    /* A name the user gave that is not there is said at once; a framework row that is not
+     * there is reported in the exit record. */
+    if (res == FAILED && !e->fw)
         warn_runtime(e, why);
+}
+
+/* The framework's version as its top-level package says (__version__), or NULL while unknown.
+ * A plain read of the package's namespace. */
+static const char *framework_version(const char *framework)
+{
+    py_object *pkg = loaded_module(framework);
+    py_object *v = pkg ? P.Dict_GetItemString(P.Module_GetDict(pkg), "__version__") : NULL;
+    if (!v || !P.Unicode_AsUTF8 || !P.Unicode_Type || !is_instance(v, P.Unicode_Type))
+        return NULL;
+    const char *text = P.Unicode_AsUTF8(v);
+    if (!text)
+        P.Err_Clear();
+    return text;
+}
+
+/* A framework row for other versions than the one imported leaves the table quietly. */
+static bool other_version(struct entry *e)
+{
+    if (!e->fw || roundtrim_fw_hook_applies(e->fw, framework_version(e->fw->framework)))
+        return false;
+    e->state = NOT_THIS_VERSION;
+    pending_count--;
+    return true;
 }
 
 /* body_done: the module's body is known to have finished (its code object just died). */
 static void try_attach(struct entry *e, bool body_done)
 {
+    /* A framework's modules exist only once its top-level package does: one lookup per import
+     * for the rows of a framework the process does not use. */
+    if (e->fw && !e->fw_seen && !(e->fw_seen = loaded_module(e->fw->framework) != NULL))
+        return;
+    /* Rows for other versions leave as soon as the version is known, imported or not. */
+    if (e->fw_seen && e->state == PENDING && other_version(e))
+        return;
     py_object *m = loaded_module(e->name.module);
     if (!m || (!e->in_main && !body_done && initializing(m)))
         return;
     const char *why = "failed";
     /* The main program's names appear as its body runs: not there yet is not an error. */
-    enum attach_result res = attach_in(m, e->name.qualname, e->in_main, &why);
+    enum attach_result res =
+        attach_in(m, e->name.qualname, e->in_main, (size_t)(e - entries), &why);
     P.Err_Clear();
     if (res == DONE && e->state == ATTACHED)
         return; /* re-bound after a reload */
@@ -485,7 +565,7 @@ static py_object *body_ended(py_object *index, py_object *weakref)
     if (i >= 0 && (size_t)i < entry_count) {
         struct entry *e = &entries[i];
         e->armed = false;
-        if (!busy && e->state != DROPPED) {
+        if (!busy && (e->state == PENDING || e->state == ATTACHED)) {
             busy = true;
             py_object *t, *v, *tb;
             P.Err_Fetch(&t, &v, &tb);
@@ -517,7 +597,7 @@ static void watch_body(py_object *args)
     py_object *filename = NULL;
     for (size_t i = 0; i < entry_count; i++) {
         struct entry *e = &entries[i];
-        if (e->in_main || e->state == DROPPED || e->armed)
+        if (e->in_main || e->state == DROPPED || e->state == NOT_THIS_VERSION || e->armed)
             continue;
         py_object *m = loaded_module(e->name.module);
         if (!m)
@@ -620,24 +700,73 @@ static void warn_line(const char *line)
     roundtrim_warn(line);
 }
 
+/* Adds an entry; false when the table is full. */
+static bool add_entry(const char *module, const char *qualname, const struct roundtrim_fw_hook *fw)
+{
+    if (entry_count == sizeof entries / sizeof entries[0])
+        return false;
+    struct entry *e = &entries[entry_count++];
+    snprintf(e->name.module, sizeof e->name.module, "%s", module);
+    snprintf(e->name.qualname, sizeof e->name.qualname, "%s", qualname);
+    snprintf(e->target, sizeof e->target, "%s:%s", module, qualname);
+    e->fw = fw;
+    e->in_main = strcmp(module, "__main__") == 0;
+    e->state = PENDING;
+    main_pending += e->in_main;
+    return true;
+}
+
+/* The rows of the framework table not already named by the user. */
+static void add_framework_rows(void)
+{
+    for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
+        const struct roundtrim_fw_hook *h = &roundtrim_fw_hooks[i];
+        const char *colon = strchr(h->target, ':');
+        char module[sizeof entries[0].name.module];
+        snprintf(module, sizeof module, "%.*s", (int)(colon - h->target), h->target);
+        bool named = false;
+        for (size_t k = 0; k < entry_count && !named; k++)
+            named = strcmp(entries[k].target, h->target) == 0;
+        if (!named)
+            add_entry(module, colon + 1, h);
+    }
+}
+
+/* "none" (or "off"), alone, turns the round hooks off. */
+static bool spec_is_none(const char *spec)
+{
+    while (*spec == ' ' || *spec == '\t')
+        spec++;
+    size_t n = strlen(spec);
+    while (n && (spec[n - 1] == ' ' || spec[n - 1] == '\t'))
+        n--;
+    return (n == 4 && strncmp(spec, "none", 4) == 0) || (n == 3 && strncmp(spec, "off", 3) == 0);
+}
+
 void roundtrim_py_hooks_init(const char *spec)
 {
+    if (spec && spec_is_none(spec)) {
+        hooks_off = true;
+        return;
+    }
     struct roundtrim_py_hook_entry parsed[ROUNDTRIM_PY_HOOK_MAX];
-    size_t n = roundtrim_py_hook_parse(spec, parsed, ROUNDTRIM_PY_HOOK_MAX, warn_line);
-    if (!n)
+    bool with_auto = !spec || !*spec;
+    size_t n = roundtrim_py_hook_parse(spec, parsed, ROUNDTRIM_PY_HOOK_MAX, &with_auto, warn_line);
+    if (!n && !with_auto)
         return;
     if (!P.hooks) {
-        roundtrim_warn("ROUNDTRIM_PY_HOOK: this Python has no audit hooks (3.8 or later "
-                       "needed); hooks off");
+        /* The framework table alone stays quiet on an old Python: nobody asked for it. */
+        if (n)
+            roundtrim_warn("ROUNDTRIM_PY_HOOK: this Python has no audit hooks (3.8 or later "
+                           "needed); hooks off");
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        entries[i].name = parsed[i];
-        entries[i].in_main = strcmp(parsed[i].module, "__main__") == 0;
-        entries[i].state = PENDING;
-        main_pending += entries[i].in_main;
-    }
-    entry_count = pending_count = n;
+    for (size_t i = 0; i < n; i++)
+        add_entry(parsed[i].module, parsed[i].qualname, NULL);
+    auto_hooks = with_auto;
+    if (with_auto)
+        add_framework_rows();
+    pending_count = (unsigned)entry_count;
     if (P.IsInitialized()) {
         if (P.AddPendingCall(late_start, NULL) != 0)
             roundtrim_warn("ROUNDTRIM_PY_HOOK: cannot reach the running interpreter; hooks off");
@@ -645,8 +774,69 @@ void roundtrim_py_hooks_init(const char *spec)
     }
     /* Allowed before Py_Initialize: the hook is kept in the runtime and sees the whole start. */
     if (P.Sys_AddAuditHook(audit_hook, NULL) != 0) {
-        roundtrim_warn("ROUNDTRIM_PY_HOOK: the interpreter refused an audit hook; hooks off");
+        if (n)
+            roundtrim_warn("ROUNDTRIM_PY_HOOK: the interpreter refused an audit hook; hooks off");
         return;
     }
     hook_live = true;
+}
+
+const char *roundtrim_py_hook_last(void)
+{
+    return __atomic_load_n(&last_hook, __ATOMIC_ACQUIRE);
+}
+
+/* ---- what the records say ---------------------------------------------------------------- */
+
+void roundtrim_py_hooks_start_json(struct roundtrim_json *j)
+{
+    if (!hooks_off && !entry_count)
+        return;
+    bool named = entry_count && !entries[0].fw;
+    roundtrim_json_str(j, "py_hook_mode",
+                       hooks_off             ? "none"
+                       : auto_hooks && named ? "auto+names"
+                       : auto_hooks          ? "auto"
+                                             : "names");
+    roundtrim_json_array_begin(j, "py_hooks");
+    for (size_t i = 0; i < entry_count; i++)
+        roundtrim_json_array_str(j, entries[i].target);
+    roundtrim_json_array_end(j);
+}
+
+/* Whether an entry belongs in the exit record: every name the user gave; a framework row when
+ * the process imported that framework and the row is for its version. */
+static bool reported(const struct entry *e)
+{
+    return !e->fw || (e->fw_seen && e->state != NOT_THIS_VERSION);
+}
+
+static void exit_list(struct roundtrim_json *j, const char *key, int which)
+{
+    roundtrim_json_array_begin(j, key);
+    for (size_t i = 0; i < entry_count; i++) {
+        const struct entry *e = &entries[i];
+        if (!reported(e))
+            continue;
+        /* 0 attached; 1 module never imported; 2 imported, but the name is not there (or not a
+         * function). A name of the main program that never appeared is of the last kind. */
+        int kind = e->state == ATTACHED                                         ? 0
+                   : e->state == DROPPED || (e->state == PENDING && e->in_main) ? 2
+                                                                                : 1;
+        if (kind == which)
+            roundtrim_json_array_str(j, e->target);
+    }
+    roundtrim_json_array_end(j);
+}
+
+void roundtrim_py_hooks_exit_json(struct roundtrim_json *j)
+{
+    bool any = false;
+    for (size_t i = 0; i < entry_count && !any; i++)
+        any = reported(&entries[i]);
+    if (!any)
+        return;
+    exit_list(j, "hooks_attached", 0);
+    exit_list(j, "hooks_not_imported", 1);
+    exit_list(j, "hooks_missing", 2);
 }

@@ -1,4 +1,6 @@
-/* Round hooks for unmodified Python programs: ROUNDTRIM_PY_HOOK="module:qualname[,...]".
+/* Round hooks for unmodified Python programs: the round functions of the FL framework a process
+ * imports (policy/framework_hooks.h; ROUNDTRIM_PY_HOOK unset or "auto"), and/or the functions
+ * ROUNDTRIM_PY_HOOK="module:qualname[,...]" names.
  *
  * Every return (normal or by exception) from a hooked function is a round boundary. The function
  * object is left alone; the name that the spec gives (the module's attribute, or the class's
@@ -17,7 +19,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Names a user may give; the framework table (policy/framework_hooks.h) comes on top. */
 #define ROUNDTRIM_PY_HOOK_MAX 16
+
+struct roundtrim_json;
 
 /* One parsed spec entry. */
 struct roundtrim_py_hook_entry {
@@ -25,12 +30,27 @@ struct roundtrim_py_hook_entry {
     char qualname[128];
 };
 
-/* Parses a spec into at most max entries. Bad entries are skipped, each with one warning line
- * naming ROUNDTRIM_PY_HOOK and the entry (warn may be NULL). Returns the number kept. Pure. */
+/* Parses a spec into at most max entries. The item "auto" sets *with_auto (when not NULL). Bad
+ * entries are skipped, each with one warning line naming ROUNDTRIM_PY_HOOK and the entry (warn
+ * may be NULL). Returns the number kept. Pure. */
 size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry *out, size_t max,
-                               void (*warn)(const char *line));
+                               bool *with_auto, void (*warn)(const char *line));
 
-/* Installs the hooks for a spec (from the constructor; the interpreter may not exist yet). */
+/* Installs the hooks for a spec (from the constructor; the interpreter may not exist yet):
+ * NULL, "" or "auto": the framework table; "none" or "off": nothing; names: only those names;
+ * names and "auto": both. */
 void roundtrim_py_hooks_init(const char *spec);
+
+/* "module:qualname" of the hook whose return was the latest Python boundary, or NULL. */
+const char *roundtrim_py_hook_last(void);
+
+/* The start record's "py_hook_mode" and "py_hooks" (the hooks armed: they attach when their
+ * module is imported); nothing in a process without Python. */
+void roundtrim_py_hooks_start_json(struct roundtrim_json *j);
+
+/* The exit record's "hooks_attached", "hooks_not_imported" and "hooks_missing" (imported, but the
+ * name is not there): the names the user gave, and the framework table's rows for a framework the
+ * process imported. Nothing when no hook was armed. Reads no Python state. */
+void roundtrim_py_hooks_exit_json(struct roundtrim_json *j);
 
 #endif

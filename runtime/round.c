@@ -16,9 +16,12 @@
 #include "runtime/proc_mem.h"
 #include "runtime/python_bridge.h"
 #include "runtime/python_gil.h"
+#include "runtime/python_hook.h"
+#include "runtime/python_program_gc.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
+#include "shim/trim_hook.h"
 
 static unsigned long pending[ROUNDTRIM_SRC_COUNT];
 
@@ -28,7 +31,8 @@ static uint64_t round_no, cleanups;
 static struct roundtrim_traffic last_total;
 static uint64_t last_round_us;
 static struct roundtrim_pressure pressure;
-static bool exiting; /* set at exit: no round starts any more */
+static bool exiting;                /* set at exit: no round starts any more */
+static uint64_t program_trims_seen; /* the program's malloc_trim calls known at the last cleanup */
 
 void roundtrim_round_add_pending(enum roundtrim_source src)
 {
@@ -65,14 +69,23 @@ static void cleanup(struct roundtrim_round_record *r)
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t t0 = roundtrim_now_us();
     if (cfg->py_gc && roundtrim_python_present()) {
-        if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
+        /* What the program already did since the last cleanup is not done twice. */
+        if (roundtrim_python_program_collected()) {
+            r->gc_skipped = "program_gc";
+        } else if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
         } else {
             r->gc_skipped = roundtrim_python_skip_reason();
         }
+        roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
     }
-    r->actions |= roundtrim_allocator_release(&r->trim_us);
+    if (roundtrim_program_trim_count() != program_trims_seen &&
+        roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
+        r->trim_skipped = "program_trim";
+    else
+        r->actions |= roundtrim_allocator_release(&r->trim_us);
+    program_trims_seen = roundtrim_program_trim_count(); /* ours included */
     if (cfg->cuda_empty_cache) {
         if (roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
@@ -141,6 +154,7 @@ static void run_round(enum roundtrim_source src)
     memset(&r, 0, sizeof r);
     r.round = ++round_no;
     r.source = roundtrim_source_name(src);
+    r.hook = src == ROUNDTRIM_SRC_PYTHON ? roundtrim_py_hook_last() : NULL;
     measure(&r);
     if (roundtrim_round_cleans(roundtrim_config(), r.round))
         cleanup(&r);
@@ -266,7 +280,7 @@ void roundtrim_round_at_exit(void)
         return;
     struct roundtrim_traffic total;
     roundtrim_counters_total(&total);
-    char line[1024];
+    char line[8192];
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "exit", getpid(), roundtrim_wall_seconds());
     roundtrim_json_u64(&j, "rounds", round_no);
@@ -277,6 +291,7 @@ void roundtrim_round_at_exit(void)
     roundtrim_json_u64(&j, "free_bytes", total.free_bytes);
     roundtrim_json_u64(&j, "rss", roundtrim_rss_bytes());
     roundtrim_json_u64(&j, "rss_peak", roundtrim_rss_peak_bytes());
+    roundtrim_py_hooks_exit_json(&j);
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);

@@ -5,6 +5,7 @@
 
 #include "policy/round_record.h"
 #include "runtime/allocator_ops.h"
+#include "runtime/python_hook.h"
 #include "runtime/state.h"
 
 size_t roundtrim_start_record_format(char *buf, size_t cap)
@@ -31,5 +32,6 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
         roundtrim_json_object_end(&j);
     }
     roundtrim_json_object_end(&j);
+    roundtrim_py_hooks_start_json(&j);
     return roundtrim_json_end(&j);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/framework_hooks.h"
 #include "policy/options.h"
 
 enum format { FMT_MARKDOWN, FMT_TSV, FMT_SH, FMT_DOCKER, FMT_K8S };
@@ -135,6 +136,22 @@ static void print_tsv(FILE *out, const struct roundtrim_config *cfg)
     }
 }
 
+/* The hooks ROUNDTRIM_PY_HOOK=auto arms: they attach in a process that imports their framework
+ * (the version ranges in brackets). */
+static void put_framework_hooks(FILE *out, const char *indent)
+{
+    fprintf(out, "%s#   auto arms, for the framework a process imports:\n", indent);
+    for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
+        const struct roundtrim_fw_hook *h = &roundtrim_fw_hooks[i];
+        fprintf(out, "%s#     %s (%s", indent, h->target, roundtrim_fw_role_name(h->role));
+        if (h->min_version)
+            fprintf(out, ", %s from %s", h->framework, h->min_version);
+        if (h->below)
+            fprintf(out, ", %s before %s", h->framework, h->below);
+        fputs(")\n", out);
+    }
+}
+
 /* One comment line per option: its default, the other variable it is also read from, and its
  * meaning. The setting's own line carries no comment, so that uncommenting it gives valid text in
  * all three formats (a Dockerfile allows no comment after an instruction). */
@@ -147,6 +164,8 @@ static void put_meaning_comment(FILE *out, const char *indent, const struct roun
     fputs("): ", out);
     put_flat(out, o->meaning, false);
     fputc('\n', out);
+    if (o->id == RT_OPT_PY_HOOK)
+        put_framework_hooks(out, indent);
 }
 
 static void put_header(FILE *out, const struct roundtrim_config *cfg, const char *format,

@@ -17,7 +17,10 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include <string.h>
+
 #include "shim/cuda_driver.h"
+#include "shim/trim_hook.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
@@ -77,7 +80,12 @@ void *roundtrim_dlsym_decide(void *handle, const char *name, const void *caller)
         return NULL;
     /* RTLD_DEFAULT finds our exported wrappers by itself (we are preloaded); RTLD_NEXT is an
      * interposer asking for the next one: both depend on the caller, so never touch them. */
-    if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !is_driver_name(name) || deciding)
+    if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !name || deciding)
+        return NULL;
+    /* ctypes.CDLL("libc.so.6").malloc_trim: the program's own trim, counted. */
+    if (name[0] == 'm' && strcmp(name, "malloc_trim") == 0)
+        return roundtrim_trim_dlsym_substitute(handle);
+    if (!is_driver_name(name))
         return NULL;
     deciding = 1;
     void *p = roundtrim_cuda_dlsym_substitute(handle, name, caller);

@@ -47,6 +47,30 @@ START_TEST(round_record_has_every_key_in_order)
 }
 END_TEST
 
+START_TEST(hook_and_skips_of_what_the_program_did)
+{
+    struct roundtrim_round_record r = sample();
+    r.source = "python";
+    r.hook = "nvflare.client.api:send";
+    r.actions = RT_ACT_TRIM;
+    r.gc_ran = false;
+    r.gc_skipped = "program_gc";
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(
+        strstr(buf, "\"source\":\"python\",\"hook\":\"nvflare.client.api:send\","));
+    ck_assert_ptr_nonnull(strstr(buf, "\"cleanup\":[\"trim\"]"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"gc_skipped\":\"program_gc\""));
+    ck_assert_ptr_null(strstr(buf, "trim_skipped"));
+    r.actions = RT_ACT_GC;
+    r.gc_ran = true;
+    r.trim_skipped = "program_trim";
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"trim_skipped\":\"program_trim\""));
+    ck_assert_ptr_null(strstr(buf, "trim_us"));
+}
+END_TEST
+
 START_TEST(cuda_keys_only_when_the_driver_was_seen)
 {
     struct roundtrim_round_record r = sample();
@@ -168,6 +192,7 @@ int main(void)
     TCase *tc = tcase_create("records");
     tcase_add_test(tc, round_record_has_every_key_in_order);
     tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
+    tcase_add_test(tc, hook_and_skips_of_what_the_program_did);
     tcase_add_test(tc, unknown_heap_is_null_and_no_cleanup_is_empty);
     tcase_add_test(tc, too_small_a_buffer_gives_nothing_rather_than_half_a_record);
     tcase_add_test(tc, strings_are_escaped);

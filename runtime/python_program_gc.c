@@ -1,0 +1,71 @@
+#include "runtime/python_program_gc.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "runtime/python_api.h"
+#include "runtime/python_gil.h"
+
+#define P roundtrim_py
+
+/* Full collections counted by the interpreter: at the last mark, and at the latest reading. */
+static long seen;
+static long latest = -1;
+static bool baseline_taken;
+
+/* gc.get_stats()[2]["collections"], when the program imported gc; -1 otherwise. */
+static long full_collections(void)
+{
+    py_object *modules = P.Sys_GetObject("modules");
+    py_object *gc = modules ? P.Dict_GetItemString(modules, "gc") : NULL;
+    if (!gc || !P.Sequence_GetItem)
+        return -1;
+    py_object *fn = P.Object_GetAttrString(gc, "get_stats");
+    py_object *stats = fn ? P.Object_CallObject(fn, NULL) : NULL;
+    py_object *oldest = stats ? P.Sequence_GetItem(stats, 2) : NULL;
+    py_object *n = oldest ? P.Dict_GetItemString(oldest, "collections") : NULL; /* borrowed */
+    long count = n ? P.Long_AsLong(n) : -1;
+    if (oldest)
+        P.DecRef(oldest);
+    if (stats)
+        P.DecRef(stats);
+    if (fn)
+        P.DecRef(fn);
+    if (P.Err_Occurred())
+        P.Err_Clear();
+    return count;
+}
+
+static const char *read_job(struct roundtrim_py_result *out)
+{
+    long n = full_collections();
+    if (n < 0)
+        return "no_gc_module";
+    out->count = (uint64_t)n;
+    return NULL;
+}
+
+bool roundtrim_python_program_collected(void)
+{
+    struct roundtrim_py_result res;
+    /* A short wait: when the GIL is that busy, the gc step that follows says why it skipped. */
+    latest = roundtrim_py_with_gil(read_job, &res, 2000, 2000) ? (long)res.count : -1;
+    return latest >= 0 && latest > seen;
+}
+
+void roundtrim_python_gc_baseline(void)
+{
+    if (baseline_taken)
+        return;
+    baseline_taken = true;
+    long n = full_collections();
+    if (n > seen)
+        seen = n;
+}
+
+void roundtrim_python_gc_mark(bool ran, const char *skipped)
+{
+    bool ours = ran || (skipped && strcmp(skipped, "job_timeout") == 0);
+    if (latest >= 0)
+        seen = latest + (ours ? 1 : 0);
+}

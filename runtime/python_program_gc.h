@@ -1,0 +1,23 @@
+/* Whether the program ran a full garbage collection itself since roundtrim's last cleanup: a
+ * gc.collect() of its own (APPFL's, NVFlare 2.7/2.8's), or an automatic full collection, which did
+ * the same work. Read from the interpreter's own statistics (gc.get_stats(), generation 2), never
+ * through gc.callbacks or anything else the program can see. */
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_PROGRAM_GC_H
+#define ROUNDTRIM_RUNTIME_PYTHON_PROGRAM_GC_H
+
+#include <stdbool.h>
+
+/* True when a full collection ran since the last call of roundtrim_python_gc_mark(). Takes the
+ * GIL on roundtrim's helper thread (worker only). False when it cannot tell (the program never
+ * imported gc: then it never called gc.collect() either). */
+bool roundtrim_python_program_collected(void);
+
+/* Takes the starting point, once, with the GIL held (when the first round hook attaches): full
+ * collections while the program was still importing its modules are not news to round 1. */
+void roundtrim_python_gc_baseline(void);
+
+/* After the cleanup's gc step: what ran is no longer news. ran: our own collection ran; skipped:
+ * why it did not ("job_timeout": it runs on, and counts as ours when it ends). */
+void roundtrim_python_gc_mark(bool ran, const char *skipped);
+
+#endif

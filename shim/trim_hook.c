@@ -1,0 +1,48 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "shim/trim_hook.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+#include "runtime/export.h"
+#include "shim/cuda_driver.h"
+
+typedef int (*malloc_trim_fn)(size_t);
+
+static uint64_t trims;
+static malloc_trim_fn next_trim;
+
+/* Not on any allocation path: a lazy lookup is safe here. RTLD_NEXT from this library is the
+ * allocator after us, or glibc. */
+static malloc_trim_fn next(void)
+{
+    malloc_trim_fn fn = __atomic_load_n(&next_trim, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (malloc_trim_fn)dlsym(RTLD_NEXT, "malloc_trim");
+        __atomic_store_n(&next_trim, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+ROUNDTRIM_EXPORT int malloc_trim(size_t pad)
+{
+    __atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
+    malloc_trim_fn fn = next();
+    return fn ? fn(pad) : 0;
+}
+
+uint64_t roundtrim_program_trim_count(void)
+{
+    return __atomic_load_n(&trims, __ATOMIC_RELAXED);
+}
+
+void *roundtrim_trim_dlsym_substitute(void *handle)
+{
+    void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
+    malloc_trim_fn fn = next();
+    if (!rdlsym || !fn)
+        return NULL;
+    return rdlsym(handle, "malloc_trim") == (void *)fn ? (void *)malloc_trim : NULL;
+}

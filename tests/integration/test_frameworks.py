@@ -1,0 +1,335 @@
+"""The FL frameworks' round functions hooked with no setting at all (ROUNDTRIM_PY_HOOK unset),
+on stand-in module trees with the frameworks' names and call structure (tests/python/frameworks):
+one round per FL round in the long-lived processes, names that never attach reported, and no
+cleanup the program already did done twice."""
+
+import json
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, ROOT
+
+TREE = Path(__file__).resolve().parents[1] / "python" / "frameworks"
+SEND = "nvflare.client.api:send"
+NEW_EXECUTOR = ("nvflare.app_common.executors.client_api.external_process_backend:"
+                "ExternalProcessBackend.execute")
+OLD_EXECUTOR = ("nvflare.app_common.executors.client_api_launcher_executor:"
+                "ClientAPILauncherExecutor.execute")
+PUSH = "flwr.supernode.start_client_internal:_push_messages"
+FEDAVG = "flwr.serverapp.strategy.fedavg:FedAvg.aggregate_train"
+AGENT = "appfl.agent.client:ClientAgent.train"
+AGGREGATE = "appfl.algorithm.aggregator.fedavg_aggregator:FedAvgAggregator.aggregate"
+
+
+def run_tree(run_shim, argv, env=None, timeout=120):
+    full = {"PYTHONPATH": str(TREE)}
+    full.update(env or {})
+    res = run_shim([PYTHON, *argv], env=full, cwd=TREE, timeout=timeout)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+def by_pid(res):
+    """{pid: {"start": record, "rounds": [records], "exit": record}}"""
+    procs = defaultdict(lambda: {"start": None, "rounds": [], "exit": None})
+    for r in res.records:
+        if r["event"] == "round":
+            procs[r["pid"]]["rounds"].append(r)
+        elif r["event"] in ("start", "exit"):
+            procs[r["pid"]][r["event"]] = r
+    return dict(procs)
+
+
+def hooks_of(proc):
+    return [r.get("hook") for r in proc["rounds"]]
+
+
+def the_process_with(procs, hook):
+    """The one process whose rounds that hook ended."""
+    found = [p for p in procs.values() if hook in hooks_of(p)]
+    assert len(found) == 1, procs
+    return found[0]
+
+
+@pytest.mark.parametrize("version", ["2.9.0dev0", "2.8.1"])
+def test_nvflare_in_process_one_round_per_send_and_no_executor_round(run_shim, version):
+    """In-process Client API: the training script runs in a thread of the client job process;
+    flare.send() ends the round there, the executor adds none."""
+    res = run_tree(run_shim, ["nvflare_job.py", "in_process", "4", "nvflare_train.py"],
+                   {"FAKE_NVFLARE_VERSION": version})
+    assert json.loads(res.stdout)["weights"] == [4.0] * 4  # the job itself is unchanged
+    assert res.stderr == ""
+    procs = by_pid(res)
+    assert len(procs) == 1
+    (job,) = procs.values()
+    assert hooks_of(job) == [SEND] * 4
+    assert all(r["source"] == "python" and r["cleanup"][-1] == "trim" for r in job["rounds"])
+    assert job["start"]["py_hook_mode"] == "auto"
+    assert SEND in job["start"]["py_hooks"] and AGGREGATE in job["start"]["py_hooks"]
+    assert job["start"]["settings"]["ROUNDTRIM_PY_HOOK"] == {"value": "auto", "source": "default"}
+    # Only NVFlare's rows are reported, and only those for this version.
+    ex = job["exit"]
+    assert ex["hooks_attached"] == [SEND] and ex["hooks_missing"] == []
+    executor = NEW_EXECUTOR if version.startswith("2.9") else OLD_EXECUTOR
+    stale = OLD_EXECUTOR if version.startswith("2.9") else NEW_EXECUTOR
+    assert executor in ex["hooks_not_imported"] and stale not in ex["hooks_not_imported"]
+    assert not any(h.startswith(("flwr", "appfl")) for h in ex["hooks_not_imported"])
+
+
+@pytest.mark.parametrize("version,executor,script", [
+    ("2.9.0dev0", NEW_EXECUTOR, "nvflare_train.py"),
+    ("2.9.0dev0", NEW_EXECUTOR, "nvflare_train_decorated.py"),
+    ("2.8.1", OLD_EXECUTOR, "nvflare_train.py"),
+])
+def test_nvflare_external_process_rounds_in_job_and_trainer(run_shim, version, executor, script):
+    """External-process Client API: the trainer child gets a round per flare.send() (also when
+    @flare.train sends), the client job process that launched it a round per task, through the
+    executor of its version."""
+    res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", script],
+                   {"FAKE_NVFLARE_VERSION": version})
+    assert json.loads(res.stdout)["weights"] == [4.0] * 4
+    assert res.stderr == ""
+    procs = by_pid(res)
+    assert len(procs) == 2
+    job = the_process_with(procs, executor)
+    trainer = the_process_with(procs, SEND)
+    assert trainer["start"]["ppid"] == job["start"]["pid"]
+    assert hooks_of(job) == [executor] * 4
+    assert hooks_of(trainer) == [SEND] * 4
+
+
+def test_nvflare_own_cleanup_is_not_repeated_and_its_interval_honoured(run_shim):
+    """NVFlare 2.8's external trainer cleans up by itself (gc.collect + malloc_trim through
+    ctypes on libc.so.6) every NVFLARE_CLIENT_MEMORY_GC_ROUNDS sends; roundtrim reads the same
+    interval and, in those rounds, skips what the program did. The client job process, which
+    cleans nothing itself, gets roundtrim's full cleanup on the same rounds."""
+    env = {"FAKE_NVFLARE_VERSION": "2.8.1", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2"}
+    res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", "nvflare_train.py"], env)
+    procs = by_pid(res)
+    trainer = the_process_with(procs, SEND)
+    job = the_process_with(procs, OLD_EXECUTOR)
+    gc_rounds = trainer["start"]["settings"]["ROUNDTRIM_GC_ROUNDS"]
+    assert gc_rounds == {"value": "2", "source": "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"}
+    assert len(trainer["rounds"]) == len(job["rounds"]) == 4
+    for r in trainer["rounds"]:
+        if r["round"] % 2:
+            assert r["cleanup"] == [] and "trim_skipped" not in r and "gc_skipped" not in r
+        else:
+            assert r["cleanup"] == [], r
+            assert r["trim_skipped"] == "program_trim" and r["gc_skipped"] == "program_gc"
+    for r in job["rounds"]:
+        assert r["cleanup"] == ([] if r["round"] % 2 else ["gc", "trim"]), r
+
+
+def test_nvflare_main_trainer_gets_roundtrims_cleanup(run_shim):
+    """NVFlare main no longer reads NVFLARE_CLIENT_MEMORY_GC_ROUNDS or NVFLARE_CUDA_EMPTY_CACHE:
+    roundtrim does, and cleans the trainer itself on those rounds (no torch here: no CUDA step,
+    and nothing to say about it)."""
+    env = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2", "NVFLARE_CUDA_EMPTY_CACHE": "true"}
+    res = run_tree(run_shim, ["nvflare_job.py", "external_process", "4", "nvflare_train.py"], env)
+    trainer = the_process_with(by_pid(res), SEND)
+    settings = trainer["start"]["settings"]
+    assert settings["ROUNDTRIM_CUDA_EMPTY_CACHE"] == {"value": "true",
+                                                      "source": "NVFLARE_CUDA_EMPTY_CACHE"}
+    assert [r["cleanup"] for r in trainer["rounds"]] == [[], ["gc", "trim"], [], ["gc", "trim"]]
+    assert not any("torch_empty_cache_skipped" in r for r in trainer["rounds"])
+
+
+def test_program_cleanup_by_hand_is_not_done_twice(run_shim):
+    """A hand-written loop (named explicitly: the framework table is then not used) that trims
+    or collects by itself in some rounds: roundtrim skips exactly that step in those rounds."""
+    steps = ["-", "trim", "gc", "libc_trim+gc", "-"]
+    res = run_tree(run_shim, ["hand_main.py", *steps], {"ROUNDTRIM_PY_HOOK": "hand_loop:run_round"})
+    assert res.stderr == ""
+    (proc,) = by_pid(res).values()
+    assert proc["start"]["py_hook_mode"] == "names"
+    assert proc["start"]["py_hooks"] == ["hand_loop:run_round"]
+    got = [(r["cleanup"], r.get("gc_skipped"), r.get("trim_skipped")) for r in proc["rounds"]]
+    assert got == [
+        (["gc", "trim"], None, None),
+        (["gc"], None, "program_trim"),
+        (["trim"], "program_gc", None),
+        ([], "program_gc", "program_trim"),
+        (["gc", "trim"], None, None),
+    ]
+    for r in proc["rounds"]:
+        if "gc" in r["cleanup"]:
+            assert r["gc_collected"] >= 64  # the round's cycles: ours found them
+    assert proc["exit"]["hooks_attached"] == ["hand_loop:run_round"]
+    assert proc["exit"]["hooks_not_imported"] == [] and proc["exit"]["hooks_missing"] == []
+
+
+def test_stale_and_unimported_names_are_reported(run_shim):
+    """Names added to the framework table: the 2.7-era executor API, never imported by NVFlare
+    main, and a renamed function in a module that is imported. Both are in the exit record; the
+    renamed one also gets a warning line. The table's own hook still ends every round."""
+    old_api = "nvflare.client.ex_process.api:ExProcessClientAPI.send"
+    renamed = "nvflare.client.api:send_model"
+    spec = f"auto,{old_api},{renamed}"
+    res = run_tree(run_shim, ["nvflare_job.py", "in_process", "3", "nvflare_train.py"],
+                   {"ROUNDTRIM_PY_HOOK": spec})
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "ROUNDTRIM_PY_HOOK" in lines[0] and renamed in lines[0], res.stderr
+    (proc,) = by_pid(res).values()
+    assert proc["start"]["py_hook_mode"] == "auto+names"
+    assert proc["start"]["py_hooks"][:2] == [old_api, renamed]
+    assert hooks_of(proc) == [SEND] * 3
+    ex = proc["exit"]
+    assert ex["hooks_missing"] == [renamed]
+    assert old_api in ex["hooks_not_imported"] and renamed not in ex["hooks_not_imported"]
+    assert ex["hooks_attached"] == [SEND]
+
+
+NONE_PROGRAM = """
+import ctypes
+import nvflare.client.api as api
+from fw_sync import wait_rounds
+api.send = api.send  # what a program sees is the function itself
+for i in range(3):
+    try:
+        api.send({"round": i})
+    except AttributeError:
+        pass  # no client API object: the call itself is all that matters here
+ctypes.CDLL(None).roundtrim_round_end()
+wait_rounds(1, timeout=5)
+"""
+
+
+def test_none_turns_the_hooks_off(run_shim):
+    res = run_tree(run_shim, ["-c", NONE_PROGRAM], {"ROUNDTRIM_PY_HOOK": "none"})
+    (proc,) = by_pid(res).values()
+    assert [r["source"] for r in proc["rounds"]] == ["call"]
+    assert proc["start"]["py_hook_mode"] == "none" and proc["start"]["py_hooks"] == []
+    assert "hooks_attached" not in proc["exit"]
+
+
+@pytest.mark.parametrize("app,strategy", [("flower_apps:app", "FedAvg"),
+                                          ("flower_apps:legacy_app", "FedAdam")])
+def test_flower_deployment_rounds_in_the_long_lived_processes(run_shim, app, strategy):
+    """Deployment engine: the ServerApp gets one round per aggregation (FedAdam's aggregation
+    calls FedAvg's: still one); each SuperNode one per reply it pushes (train and evaluate);
+    the flwr-clientapp processes, one per message, none, also with a legacy client inside."""
+    res = run_tree(run_shim, ["flower_run.py", "deployment", app, "3", strategy])
+    out = json.loads(res.stdout)
+    assert out["arrays"] == [3.0, 3.0] and out["exit"] == [0, 0]
+    procs = by_pid(res)
+    assert set(procs) == set(out["nodes"]) | {procs[p]["start"]["ppid"] for p in out["nodes"]}
+    server = procs[procs[out["nodes"][0]]["start"]["ppid"]]
+    assert hooks_of(server) == [FEDAVG] * 3
+    for pid in out["nodes"]:
+        assert hooks_of(procs[pid]) == [PUSH] * 6
+
+
+def test_flower_legacy_clients_and_server_one_round_per_fit(run_shim):
+    res = run_tree(run_shim, ["flower_run.py", "legacy", "3"])
+    out = json.loads(res.stdout)
+    assert out["arrays"] == [3.0, 3.0]
+    procs = by_pid(res)
+    server = the_process_with(procs, "flwr.server.server:Server.fit_round")
+    assert hooks_of(server) == ["flwr.server.server:Server.fit_round"] * 3
+    assert set(procs) == set(out["nodes"]) | {server["start"]["pid"]}
+    for pid in out["nodes"]:
+        # maybe_call_fit calls the NumPyClient's _fit: one round, when the outer call returns.
+        assert hooks_of(procs[pid]) == ["flwr.client.client:maybe_call_fit"] * 3
+        attached = procs[pid]["exit"]["hooks_attached"]
+        assert "flwr.client.numpy_client:_fit" in attached
+
+
+@pytest.mark.parametrize("optimize_memory", ["1", "0"])
+def test_appfl_clients_and_server_one_round_each_and_no_second_gc(run_shim, optimize_memory):
+    """gRPC-style deployment: each client process a round per local training, the server a
+    round per aggregation. APPFL collects garbage itself (optimize_memory): roundtrim's gc then
+    does not run again in that round; with it off, roundtrim's gc finds the cycles."""
+    res = run_tree(run_shim, ["appfl_run.py", "grpc", "3"],
+                   {"FAKE_APPFL_OPTIMIZE_MEMORY": optimize_memory})
+    out = json.loads(res.stdout)
+    assert out["model"] == [3.0, 3.0] and out["exit"] == [0, 0]
+    procs = by_pid(res)
+    assert len(procs) == 3
+    server = the_process_with(procs, AGGREGATE)
+    clients = [p for p in procs.values() if p is not server]
+    assert hooks_of(server) == [AGGREGATE] * 3
+    for c in clients:
+        assert hooks_of(c) == [AGENT] * 3
+    for p in procs.values():
+        for r in p["rounds"]:
+            if optimize_memory == "1":
+                assert r["cleanup"] == ["trim"] and r["gc_skipped"] == "program_gc", r
+            else:
+                assert r["cleanup"] == ["gc", "trim"] and r["gc_collected"] >= 16, r
+
+
+def test_appfl_serial_simulation_one_round_per_aggregation(run_shim):
+    """Server and clients in one process: only the aggregation is a round."""
+    res = run_tree(run_shim, ["appfl_run.py", "serial", "3"])
+    (proc,) = by_pid(res).values()
+    assert hooks_of(proc) == [AGGREGATE] * 3
+    assert AGENT in proc["exit"]["hooks_attached"]
+
+
+def test_report_lists_the_hooks_under_the_summary(run_shim):
+    res = run_tree(run_shim, ["nvflare_job.py", "in_process", "2", "nvflare_train.py"],
+                   {"ROUNDTRIM_PY_HOOK": "auto,nvflare.client.api:send_model"})
+    rep = subprocess.run([str(ROOT / "scripts" / "roundtrim"), "report", str(res.log_path)],
+                         capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    text = rep.stdout
+    assert f"hooks attached: {SEND}" in text
+    assert "hooks missing (imported, name not found): nvflare.client.api:send_model" in text
+    assert "hooks not imported: " + NEW_EXECUTOR in text
+
+
+EXAMPLES = ROOT / "scripts" / "examples"
+
+
+def test_framework_examples_pass_shellcheck():
+    r = subprocess.run(["shellcheck", "-s", "sh", *(str(EXAMPLES / n) for n in
+                        ("nvflare-simulator.sh", "flower.sh", "appfl.sh"))],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+
+
+def test_appfl_example_runs_a_serial_simulation_with_rounds(tmp_path):
+    """The example as a user runs it: roundtrim found on PATH, logs in ROUNDTRIM_LOG_DIR."""
+    import os
+
+    from conftest import LIB, shim_env
+
+    env = shim_env({"ROUNDTRIM_LIB": str(LIB), "ROUNDTRIM_LOG_DIR": str(tmp_path),
+                    "PYTHONPATH": str(TREE),
+                    "PATH": f"{ROOT / 'scripts'}:{os.environ.get('PATH', '')}"}, preload=False)
+    r = subprocess.run([str(EXAMPLES / "appfl.sh"), "server", PYTHON, "appfl_run.py", "serial",
+                        "2"], env=env, cwd=TREE, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (log,) = tmp_path.glob("appfl-server-*.jsonl")
+    recs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [x.get("hook") for x in recs if x["event"] == "round"] == [AGGREGATE] * 2
+    assert recs[0]["settings"]["ROUNDTRIM_ROLE"]["value"] == "server"
+    bad = subprocess.run([str(EXAMPLES / "appfl.sh"), "nobody", "true"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "server or client" in bad.stderr
+
+
+def test_a_release_that_renames_a_hooked_function_is_reported(run_shim, tmp_path):
+    """A framework release without a function the table names: no round, no warning line (the
+    user named nothing), and the exit record lists it as missing."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE / "nvflare", tree / "nvflare")
+    shutil.copy(TREE / "fw_sync.py", tree)
+    api = tree / "nvflare" / "client" / "api.py"
+    api.write_text(api.read_text().replace("def send(", "def send_model("))
+    (tree / "nvflare" / "client" / "__init__.py").write_text("")
+    program = ("import ctypes, nvflare.client.api as api; from fw_sync import wait_rounds\n"
+               "api.send_model\nctypes.CDLL(None).roundtrim_round_end(); wait_rounds(1)\n")
+    res = run_shim([PYTHON, "-c", program], env={"PYTHONPATH": str(tree)}, cwd=tree)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    (proc,) = by_pid(res).values()
+    assert [r["source"] for r in proc["rounds"]] == ["call"]
+    assert proc["exit"]["hooks_missing"] == [SEND]
+    assert proc["exit"]["hooks_attached"] == []

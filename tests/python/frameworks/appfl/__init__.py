@@ -1,0 +1,1 @@
+"""Stand-in for APPFL: client and server agents, the synchronous scheduler, FedAvg."""

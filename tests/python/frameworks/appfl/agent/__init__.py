@@ -1,0 +1,2 @@
+from .client import ClientAgent as ClientAgent
+from .server import ServerAgent as ServerAgent

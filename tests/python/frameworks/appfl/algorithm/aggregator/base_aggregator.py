@@ -1,0 +1,3 @@
+class BaseAggregator:
+    def aggregate(self, local_models, **kwargs):
+        raise NotImplementedError

@@ -1,0 +1,5 @@
+from appfl.algorithm.aggregator.fedavg_aggregator import FedAvgAggregator
+
+
+class FedAvgMAggregator(FedAvgAggregator):
+    pass

@@ -1,0 +1,91 @@
+"""Plays a Flower federation of two nodes for N rounds (train, then evaluate, in each).
+
+    flower_run.py deployment APP ROUNDS [STRATEGY]
+        this process is the ServerApp (the SuperLink's relay is played here too); two
+        flower-supernode processes, each launching one flwr-clientapp process per message
+    flower_run.py legacy ROUNDS
+        two long-lived start_client() processes with a NumPyClient
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from fw_sync import wait_rounds
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Grid:
+    def __init__(self, argv):
+        self.nodes = [
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)
+        ]
+
+    def send_and_receive(self, messages):
+        from flwr.common import Message
+
+        for node, msg in zip(self.nodes, messages):
+            node.stdin.write(json.dumps(msg.to_dict()) + "\n")
+            node.stdin.flush()
+        return [Message.from_dict(json.loads(n.stdout.readline())) for n in self.nodes]
+
+    def close(self):
+        for n in self.nodes:
+            n.stdin.write("null\n")
+            n.stdin.close()
+        return [n.wait(timeout=60) for n in self.nodes]
+
+
+def deployment(app, rounds, strategy_name):
+    import flwr.serverapp.strategy as strategies
+
+    # The console scripts flower-supernode and flwr-clientapp call these functions.
+    grid = Grid([sys.executable, "-c", "from flwr.supernode.cli import flower_supernode as f; f()",
+                 "--app", app])
+
+    def after_round(r):
+        for node in grid.nodes:  # one pushed reply per message: train and evaluate
+            wait_rounds(2 * r, timeout=5, pid=node.pid)
+        wait_rounds(r, timeout=5)
+
+    arrays = getattr(strategies, strategy_name)().start(grid, [0.0, 0.0], rounds, after_round)
+    print(json.dumps({"arrays": arrays, "exit": grid.close(),
+                      "nodes": [n.pid for n in grid.nodes]}))
+
+
+def legacy(rounds):
+    from flwr.server import Server
+
+    grid = Grid([sys.executable, os.path.join(HERE, "flower_legacy_client.py")])
+
+    def client_fit(node):
+        def fit(params):
+            for kind in ("train", "evaluate"):
+                node.stdin.write(json.dumps({"type": kind, "content": {"parameters": params}}))
+                node.stdin.write("\n")
+                node.stdin.flush()
+                reply = json.loads(node.stdout.readline())
+                if kind == "train":
+                    new = reply["parameters"]
+            return new
+
+        return fit
+
+    def after_round(r):
+        for node in grid.nodes:
+            wait_rounds(r, timeout=5, pid=node.pid)
+        wait_rounds(r, timeout=5)
+
+    server = Server([client_fit(n) for n in grid.nodes])
+    params = server.fit(rounds, after_round=after_round)
+    print(json.dumps({"arrays": params, "exit": grid.close(), "nodes": [n.pid for n in grid.nodes]}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "deployment":
+        deployment(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "FedAvg")
+    else:
+        legacy(int(sys.argv[2]))

@@ -1,0 +1,1 @@
+from .client_app import ClientApp as ClientApp

@@ -1,0 +1,1 @@
+from .server import Server as Server

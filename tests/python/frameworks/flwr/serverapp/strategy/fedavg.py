@@ -1,0 +1,17 @@
+from flwr.common import Message
+from flwr.serverapp.strategy.strategy import Strategy
+
+
+class FedAvg(Strategy):
+    def configure_train(self, server_round, arrays, grid):
+        return [Message({"parameters": arrays}, "train", str(server_round)) for _ in grid.nodes]
+
+    def configure_evaluate(self, server_round, arrays, grid):
+        return [Message({"parameters": arrays}, "evaluate", str(server_round)) for _ in grid.nodes]
+
+    def aggregate_train(self, server_round, replies):
+        params = [r.content["parameters"] for r in replies]
+        return [sum(col) / len(col) for col in zip(*params)], {}
+
+    def aggregate_evaluate(self, server_round, replies):
+        return {"loss": sum(r.content["loss"] for r in replies) / len(replies)}

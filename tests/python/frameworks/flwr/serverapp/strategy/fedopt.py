@@ -1,0 +1,5 @@
+from flwr.serverapp.strategy.fedavg import FedAvg
+
+
+class FedOpt(FedAvg):
+    pass

@@ -1,0 +1,5 @@
+from nvflare.app_common.executors.launcher_executor import LauncherExecutor
+
+
+class ClientAPILauncherExecutor(LauncherExecutor):
+    pass
