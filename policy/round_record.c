@@ -195,6 +195,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_str(&j, "event", "round");
     roundtrim_json_i64(&j, "pid", r->pid);
     roundtrim_json_u64(&j, "round", r->round); /* round before ts: the key users sort by */
+    if (r->merged_rounds)
+        roundtrim_json_u64(&j, "merged_rounds", r->merged_rounds);
     roundtrim_json_ts(&j, "ts", r->ts);
     roundtrim_json_str(&j, "source", r->source);
     roundtrim_json_u64(&j, "malloc_calls", r->traffic.malloc_calls);
@@ -215,6 +217,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     }
     roundtrim_json_actions(&j, "cleanup", r->actions);
     roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
+    if (r->cleanup_skipped)
+        roundtrim_json_str(&j, "cleanup_skipped", r->cleanup_skipped);
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_us", r->trim_us);
     if (r->gc_ran) {
