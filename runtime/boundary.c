@@ -34,7 +34,7 @@ static struct cell {
     uint64_t seq_less_index;
     struct roundtrim_boundary_snap snap;
 } cells[QUEUE_CELLS];
-static uint64_t tail, head; /* head: the consumer's only */
+static uint64_t tail, head; /* head: moved by the consumer only */
 static uint64_t dropped, seen, dropped_taken;
 
 static uint64_t cell_seq(const struct cell *c)
@@ -71,12 +71,13 @@ static bool enqueue(const struct roundtrim_boundary_snap *snap)
 
 bool roundtrim_boundary_take(struct roundtrim_boundary_snap *out, uint64_t *merged)
 {
-    struct cell *c = &cells[head & (QUEUE_CELLS - 1)];
-    if (cell_seq(c) != head + 1)
+    uint64_t pos = __atomic_load_n(&head, __ATOMIC_RELAXED);
+    struct cell *c = &cells[pos & (QUEUE_CELLS - 1)];
+    if (cell_seq(c) != pos + 1)
         return false; /* empty, or the producer has not published it yet */
     *out = c->snap;
-    cell_publish(c, head + QUEUE_CELLS);
-    head++;
+    cell_publish(c, pos + QUEUE_CELLS);
+    __atomic_store_n(&head, pos + 1, __ATOMIC_RELEASE);
     *merged = 0;
     if (out->dropped_before > dropped_taken) {
         *merged = out->dropped_before - dropped_taken;
@@ -87,7 +88,7 @@ bool roundtrim_boundary_take(struct roundtrim_boundary_snap *out, uint64_t *merg
 
 bool roundtrim_boundary_pending(void)
 {
-    return __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != head;
+    return __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&head, __ATOMIC_ACQUIRE);
 }
 
 uint64_t roundtrim_boundaries_seen(void)

@@ -294,8 +294,10 @@ static void drain_before_exit(uint64_t deadline_us)
             roundtrim_worker_wake();
             sleep_ms(2);
         } else if (pthread_mutex_trylock(&round_lock) == 0) {
-            run_one_locked();
+            bool took = run_one_locked();
             pthread_mutex_unlock(&round_lock);
+            if (!took)
+                sleep_ms(1); /* a producer on another thread is still filling its slot */
         } else {
             sleep_ms(1);
         }
