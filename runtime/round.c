@@ -191,11 +191,21 @@ void roundtrim_round_run_pending(void)
     }
 }
 
+/* Timer rounds and pressure samples: when a variable asked for them, else once the process has
+ * seen a boundary. A worker started with the interpreter stays asleep in a Python process that
+ * never ends a round (pip, a launcher): no sample, no record. */
+static bool periodic_wanted(const struct roundtrim_config *cfg)
+{
+    if (cfg->interval_s == 0 && cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
+        return false;
+    return roundtrim_config_wants_sampling(cfg) || roundtrim_boundaries_seen() > 0;
+}
+
 uint64_t roundtrim_round_sample_period_ms(void)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t ms = 0;
-    if (cfg->interval_s > 0 || cfg->pressure_warn > 0 || cfg->pressure_clean > 0)
+    if (periodic_wanted(cfg))
         ms = cfg->sample_ms;
     if (!cfg->peak_reset && roundtrim_rss_peak_sampling() &&
         (ms == 0 || ms > ROUNDTRIM_PEAK_SAMPLE_MS))
@@ -249,6 +259,8 @@ void roundtrim_round_sample(void)
         return;
     if (roundtrim_rss_peak_sampling())
         roundtrim_rss_peak_sample();
+    if (!periodic_wanted(cfg))
+        return;
     uint64_t now = roundtrim_now_us();
     if (last_round_us == 0)
         last_round_us = now; /* the first timer round is one interval after sampling starts */

@@ -151,3 +151,20 @@ def test_program_peak_is_left_alone_by_default(run_shim):
     # the opt-in reset does what its description says: the program's own peak is lowered
     reset = run_shim([prog("peak_early")], env={"ROUNDTRIM_PEAK_RESET": "true"})
     assert reset.stdout_json()[0]["maxrss_kb"] < big_kb
+
+
+def test_python_process_without_a_round_has_a_worker_but_writes_nothing(run_shim, tmp_path):
+    """The worker starts with the interpreter, then sleeps: a Python process that never ends a
+    round writes no record, not even about memory pressure it is under (here 99% of a cgroup
+    limit, past the default warning line, for longer than a sample period)."""
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(str(100 << 20) + "\n")
+    (cgroup / "memory.current").write_text(str(99 << 20) + "\n")
+    code = ("import os, time; time.sleep(1.5); "
+            "print(sorted(open(f'/proc/self/task/{t}/comm').read().strip() "
+            "for t in os.listdir('/proc/self/task')))")
+    res = run_shim([PYTHON, "-c", code], env={"ROUNDTRIM_CGROUP_DIR": str(cgroup)})
+    assert res.returncode == 0, res.stderr
+    assert "'roundtrim'" in res.stdout  # the worker thread runs
+    assert res.records == [] and not res.log_path.exists()
