@@ -138,7 +138,9 @@ bool roundtrim_python_present(void)
 
 void roundtrim_python_exiting(void)
 {
-    if (roundtrim_py_resolve())
+    /* No lookup here (a failed dlsym allocates, and _exit may come from a signal handler): a
+     * process whose interpreter was never found has no job to give up. */
+    if (__atomic_load_n(&P.found, __ATOMIC_ACQUIRE))
         roundtrim_py_gil_exiting();
 }
 
