@@ -98,12 +98,13 @@ uint64_t roundtrim_boundaries_seen(void)
 
 /* Everything here is async-signal-safe: plain loads of the counter blocks, clock_gettime and
  * atomic instructions. */
-static void capture(enum roundtrim_source src)
+static void capture(enum roundtrim_source src, const char *label)
 {
     struct roundtrim_boundary_snap snap;
     struct timespec t;
     __atomic_add_fetch(&seen, 1, __ATOMIC_ACQ_REL);
     snap.src = src;
+    snap.label = label;
     clock_gettime(CLOCK_REALTIME, &t);
     snap.wall_s = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
     roundtrim_counters_total(&snap.traffic);
@@ -113,20 +114,25 @@ static void capture(enum roundtrim_source src)
         __atomic_add_fetch(&dropped, 1, __ATOMIC_ACQ_REL);
 }
 
-void roundtrim_boundary(enum roundtrim_source src)
+void roundtrim_boundary_labelled(enum roundtrim_source src, const char *label)
 {
     if (!roundtrim_active())
         return;
     /* Starting the worker allocates on this thread: that belongs to the round that ends. */
     bool running = roundtrim_worker_ensure();
-    capture(src);
+    capture(src, label);
     if (running)
         roundtrim_worker_wake();
 }
 
+void roundtrim_boundary(enum roundtrim_source src)
+{
+    roundtrim_boundary_labelled(src, NULL);
+}
+
 void roundtrim_boundary_from_signal(void)
 {
-    capture(ROUNDTRIM_SRC_SIGNAL);
+    capture(ROUNDTRIM_SRC_SIGNAL, NULL);
     if (roundtrim_worker_running())
         roundtrim_worker_wake();
     else {

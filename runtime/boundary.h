@@ -26,6 +26,7 @@ struct roundtrim_boundary_snap {
     enum roundtrim_source src;
     double wall_s;           /* seconds since the epoch */
     uint64_t dropped_before; /* boundaries that found the queue full, up to this one */
+    const char *label;       /* what marked it, when the source names it (a hook); static */
     struct roundtrim_traffic traffic;
     struct roundtrim_cuda_counts cuda;
 };
@@ -33,6 +34,10 @@ struct roundtrim_boundary_snap {
 /* A boundary seen in normal (non-signal) context, on any thread: snapshot on the calling thread,
  * then the worker is started if needed and woken. */
 void roundtrim_boundary(enum roundtrim_source src);
+
+/* The same, with a label the record can name (a hooked function): a string that lives as long
+ * as the process, carried with the snapshot so that a late record still names its own. */
+void roundtrim_boundary_labelled(enum roundtrim_source src, const char *label);
 
 /* A boundary seen in a signal handler: the same snapshot, async-signal-safe (no lock, no
  * allocation); a worker that does not run yet is started at the next malloc or free. */
