@@ -207,6 +207,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_u64(&j, "heap_live", r->heap_live);
     else
         roundtrim_json_str(&j, "heap_live", NULL);
+    if (!r->heap_live_known && r->heap_live_skipped)
+        roundtrim_json_str(&j, "heap_live_skipped", r->heap_live_skipped);
     roundtrim_json_u64(&j, "rss_before", r->rss_before);
     roundtrim_json_u64(&j, "rss_after", r->rss_after);
     roundtrim_json_u64(&j, "rss_peak", r->rss_peak);

@@ -45,6 +45,7 @@ struct roundtrim_round_record {
     struct roundtrim_traffic traffic;
     bool heap_live_known;
     uint64_t heap_live;
+    const char *heap_live_skipped; /* why heap_live was not read, or NULL */
     uint64_t rss_before, rss_after, rss_peak;
     bool cgroup_known;
     uint64_t cgroup_usage, cgroup_limit;

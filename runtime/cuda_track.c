@@ -451,7 +451,7 @@ static void class_delta(struct roundtrim_cuda_class_counts *d,
 
 bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
                                const struct roundtrim_cuda_counts *now,
-                               const struct roundtrim_cuda_counts *before)
+                               const struct roundtrim_cuda_counts *before, bool ask_driver)
 {
     memset(out, 0, sizeof *out);
     if (!now->seen)
@@ -474,6 +474,8 @@ bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
     out->host_free_bytes = host.free_bytes;
     out->host_live_bytes = host.live_bytes;
     out->present = true;
+    if (!ask_driver)
+        return true;
     out->have_mem_info = mem_info(&out->free_mem, &out->total_mem);
     return true;
 }

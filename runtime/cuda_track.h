@@ -22,12 +22,12 @@ struct roundtrim_cuda_counts {
  * starts again from the live bytes. */
 void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out);
 
-/* A round's device and pinned-host figures, from the snapshots at its two ends, plus the driver's
- * free and total memory read now (worker only). Returns false, leaving out->present false, when
- * the driver had not been seen at the round's end. */
+/* A round's device and pinned-host figures, from the snapshots at its two ends, plus, with
+ * ask_driver, the driver's free and total memory read now. Returns false, leaving out->present
+ * false, when the driver had not been seen at the round's end. */
 bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
                                const struct roundtrim_cuda_counts *now,
-                               const struct roundtrim_cuda_counts *before);
+                               const struct roundtrim_cuda_counts *before, bool ask_driver);
 
 /* Trims every stream-ordered pool the process used to zero. Returns false when there was none. */
 bool roundtrim_cuda_pool_trim(uint64_t *released_bytes);

@@ -136,11 +136,16 @@ bool roundtrim_python_present(void)
     return roundtrim_py_resolve() && P.IsInitialized();
 }
 
+bool roundtrim_python_found(void)
+{
+    return __atomic_load_n(&P.found, __ATOMIC_ACQUIRE);
+}
+
 void roundtrim_python_exiting(void)
 {
     /* No lookup here (a failed dlsym allocates, and _exit may come from a signal handler): a
      * process whose interpreter was never found has no job to give up. */
-    if (__atomic_load_n(&P.found, __ATOMIC_ACQUIRE))
+    if (roundtrim_python_found())
         roundtrim_py_gil_exiting();
 }
 

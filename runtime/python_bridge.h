@@ -12,6 +12,9 @@ void roundtrim_python_init(const char *hook_spec);
 /* True when the process has libpython (an interpreter running, not yet started or finalized). */
 bool roundtrim_python_loaded(void);
 
+/* Whether the interpreter's library was found already (no lookup: safe on the exit path). */
+bool roundtrim_python_found(void);
+
 /* The process is ending (exit or _exit): a gc waiting for the GIL gives up ("exiting") and no
  * job starts any more. */
 void roundtrim_python_exiting(void);

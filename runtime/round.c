@@ -30,6 +30,11 @@ static struct roundtrim_pressure pressure;
 static bool exiting;    /* the process is ending: rounds are still recorded, nothing is cleaned */
 static bool exit_begun; /* the exit path ran (exit, or _exit): once per process */
 static bool in_round;   /* a boundary was taken from the queue and is being recorded */
+/* Set on a thread that ends the process through _exit, which may be called from a signal handler
+ * that interrupted malloc or the driver: when it records rounds itself it reads nothing that
+ * takes the allocator's or the driver's locks. */
+static bool exit_async;
+static __thread bool exit_inline;
 
 /* The part of now above the baseline, which moves up to now: out-of-order snapshots of two
  * boundaries racing on two threads never give a negative figure, and nothing is counted twice. */
@@ -68,6 +73,13 @@ static bool gc_due(void)
     return roundtrim_config()->py_gc && roundtrim_python_loaded();
 }
 
+/* The same without a symbol lookup (a failed dlsym allocates): at exit the interpreter, if any,
+ * was found long before. */
+static bool gc_due_at_exit(void)
+{
+    return roundtrim_config()->py_gc && roundtrim_python_found();
+}
+
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
  * the device caches. */
 static void cleanup(struct roundtrim_round_record *r)
@@ -101,7 +113,7 @@ static void cleanup(struct roundtrim_round_record *r)
 static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
 {
     r->cleanup_skipped = "exiting";
-    if (gc_due())
+    if (gc_due_at_exit())
         r->gc_skipped = "exiting";
 }
 
@@ -114,7 +126,10 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     r->allocator = roundtrim_allocator_name();
     r->rss_before = roundtrim_rss_bytes();
     r->rss_peak = roundtrim_rss_peak_round(r->rss_before, roundtrim_config()->peak_reset, true);
-    r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
+    if (exit_inline)
+        r->heap_live_skipped = "exiting"; /* mallinfo2 takes the arena locks */
+    else
+        r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
     struct roundtrim_mem_limit lim;
     roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
     if (lim.cgroup_usage_known) {
@@ -122,7 +137,7 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
         r->cgroup_usage = lim.cgroup_usage;
         r->cgroup_limit = lim.cgroup_limit;
     }
-    roundtrim_cuda_round_fill(&r->cuda, &s->cuda, &last.cuda);
+    roundtrim_cuda_round_fill(&r->cuda, &s->cuda, &last.cuda, !exit_inline);
     if (s->cuda.seen)
         last.cuda = s->cuda;
 }
@@ -306,7 +321,9 @@ static void drain_before_exit(uint64_t deadline_us)
             roundtrim_worker_wake();
             sleep_ms(2);
         } else if (pthread_mutex_trylock(&round_lock) == 0) {
+            exit_inline = exit_async;
             bool took = run_one_locked();
+            exit_inline = false;
             pthread_mutex_unlock(&round_lock);
             if (!took)
                 sleep_ms(1); /* a producer on another thread is still filling its slot */
@@ -364,6 +381,12 @@ void roundtrim_round_at_exit(void)
         roundtrim_log_write(line, n);
 }
 
+void roundtrim_round_at_fast_exit(void)
+{
+    exit_async = true;
+    roundtrim_round_at_exit();
+}
+
 bool roundtrim_round_exit_wanted(void)
 {
     return roundtrim_log_started() || roundtrim_boundaries_seen() > 0;
@@ -376,7 +399,7 @@ void roundtrim_round_fork_child(void)
     roundtrim_rss_peak_fork_child();
     memset(&last, 0, sizeof last);
     memset(&pressure, 0, sizeof pressure);
-    exiting = exit_begun = in_round = false;
+    exiting = exit_begun = in_round = exit_async = false;
     round_no = cleanups = 0;
     last_round_us = roundtrim_now_us();
     last_pressure_us = 0;

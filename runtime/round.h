@@ -21,6 +21,11 @@ void roundtrim_round_sample(void);
  * the exit summary if this process wrote a log. Runs once per process. */
 void roundtrim_round_at_exit(void);
 
+/* The same for _exit and _Exit, which may be called from a signal handler: rounds the exiting
+ * thread records itself skip what takes the allocator's or the driver's locks (heap_live,
+ * the driver's free memory). */
+void roundtrim_round_at_fast_exit(void);
+
 /* Whether this process has anything to record at exit: a record already written, or a boundary of
  * its own (a fork child that saw none has not). */
 bool roundtrim_round_exit_wanted(void);

@@ -31,7 +31,7 @@ static void record_exit(void)
     if (!roundtrim_active() || roundtrim_in_vm_child() || !roundtrim_round_exit_wanted())
         return;
     int saved_errno = errno;
-    roundtrim_round_at_exit();
+    roundtrim_round_at_fast_exit();
     errno = saved_errno;
 }
 

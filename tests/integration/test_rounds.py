@@ -103,6 +103,20 @@ def test_forked_child_ending_with_os_exit_without_a_round_writes_nothing(run_shi
     assert len(res.rounds) == 3 and exit_record(res)["rounds"] == 3
 
 
+def test_exit_before_the_worker_ever_ran_records_the_round_without_taking_locks(run_shim):
+    """A native program that ends with _exit right after its only round signal, without
+    allocating in between: the exiting thread records the round itself, and reads nothing that
+    takes the allocator's locks (it may be in a signal handler that interrupted malloc)."""
+    res = run_shim([prog("idle_rounds"), "0", "_exit"])
+    assert res.returncode == 0, res.stderr
+    assert len(res.rounds) == 1
+    r = res.rounds[0]
+    assert r["source"] == "signal" and r["malloc_calls"] > 0
+    assert r["heap_live"] is None and r["heap_live_skipped"] == "exiting"
+    assert r["cleanup"] == [] and r["cleanup_skipped"] == "exiting"
+    assert exit_record(res)["rounds"] == 1 and exit_record(res)["rounds_unrecorded"] == 0
+
+
 @pytest.mark.parametrize("how", ["exit", "_exit"])
 def test_a_hundred_round_ends_then_exit_are_all_recorded(run_shim, how):
     res = run_shim([prog("round_burst"), "100", how])

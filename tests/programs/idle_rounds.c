@@ -4,12 +4,15 @@
  * sizes), for a test to compare with the round log.
  *
  *   idle_rounds N    N rounds (at most 16)
- *   idle_rounds 0    one signal at once, nothing allocated: round 1 is what ran before main */
+ *   idle_rounds 0    one signal at once, nothing allocated: round 1 is what ran before main
+ *   idle_rounds 0 _exit   the same, then _exit(0) at once: roundtrim's worker never started */
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct counts {
     unsigned long malloc_calls, free_calls, malloc_bytes, free_bytes;
@@ -43,6 +46,8 @@ int main(int argc, char **argv)
     struct timespec pause = {0, 100 * 1000 * 1000};
     if (rounds == 0) {
         raise(SIGUSR1);
+        if (argc > 2 && strcmp(argv[2], "_exit") == 0)
+            _exit(0);
         nanosleep(&pause, NULL);
     }
     for (int r = 0; r < rounds; r++) {

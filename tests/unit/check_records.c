@@ -50,6 +50,10 @@ START_TEST(a_record_says_what_it_merged_and_why_its_cleanup_was_skipped)
     ck_assert_ptr_nonnull(
         strstr(buf, "\"cleanup\":[],\"cleanup_us\":0,\"cleanup_skipped\":\"exiting\","));
     ck_assert_ptr_nonnull(strstr(buf, "\"gc_skipped\":\"exiting\""));
+    r.heap_live_known = false;
+    r.heap_live_skipped = "exiting";
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"heap_live\":null,\"heap_live_skipped\":\"exiting\","));
 }
 END_TEST
 
