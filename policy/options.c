@@ -64,6 +64,13 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "(from /proc/self/cgroup)",
      "directory holding the cgroup's memory files (memory.max and memory.current, or v1's "
      "memory.limit_in_bytes and memory.usage_in_bytes)"},
+    {RT_OPT_PEAK_RESET, "ROUNDTRIM_PEAK_RESET", NULL, RT_TYPE_BOOL, 0, 0, "false",
+     "true makes rss_peak exact per round by resetting the kernel's high-water mark at each "
+     "boundary (/proc/self/clear_refs); this changes the process's own peak as getrusage "
+     "ru_maxrss, VmHWM, time -v and job schedulers report it"},
+    {RT_OPT_EXIT_BUDGET_MS, "ROUNDTRIM_EXIT_BUDGET_MS", NULL, RT_TYPE_UINT, 0, 60000, "1000",
+     "milliseconds; the most a process's exit (exit, _exit) spends recording rounds still "
+     "pending; rounds left over are counted in the exit record (rounds_unrecorded)"},
 };
 
 const char *roundtrim_role_name(enum roundtrim_role role)
@@ -172,6 +179,7 @@ static void set_defaults(struct roundtrim_config *cfg)
     cfg->pressure_clean = 90;
     cfg->pressure_gap_s = 10;
     cfg->sample_ms = 1000;
+    cfg->exit_budget_ms = 1000;
     for (int i = 0; i < RT_OPT_COUNT; i++)
         cfg->setting[i].source = RT_FROM_DEFAULT;
 }
@@ -235,6 +243,8 @@ void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lo
     parse_option(cfg, RT_OPT_PROM_FILE, false, lookup, ctx, &cfg->prom_file, "no metrics file");
     parse_option(cfg, RT_OPT_CGROUP_DIR, false, lookup, ctx, &cfg->cgroup_dir,
                  "the process's own cgroup");
+    parse_option(cfg, RT_OPT_PEAK_RESET, false, lookup, ctx, &cfg->peak_reset, "false");
+    parse_option(cfg, RT_OPT_EXIT_BUDGET_MS, false, lookup, ctx, &cfg->exit_budget_ms, "1000");
 }
 
 bool roundtrim_config_is_explicit(const struct roundtrim_config *cfg, enum roundtrim_option_id id)
@@ -345,6 +355,12 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         return;
     case RT_OPT_CGROUP_DIR:
         text_or_unset(buf, len, cfg->cgroup_dir);
+        return;
+    case RT_OPT_PEAK_RESET:
+        snprintf(buf, len, "%s", cfg->peak_reset ? "true" : "false");
+        return;
+    case RT_OPT_EXIT_BUDGET_MS:
+        snprintf(buf, len, "%" PRIu64, cfg->exit_budget_ms);
         return;
     case RT_OPT_COUNT:
         break;

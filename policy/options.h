@@ -26,6 +26,8 @@ enum roundtrim_option_id {
     RT_OPT_SAMPLE_MS,
     RT_OPT_PROM_FILE,
     RT_OPT_CGROUP_DIR,
+    RT_OPT_PEAK_RESET,
+    RT_OPT_EXIT_BUDGET_MS,
     RT_OPT_COUNT
 };
 
@@ -84,8 +86,10 @@ struct roundtrim_config {
     uint64_t pressure_clean; /* percent; 0: off */
     uint64_t pressure_gap_s; /* least time between two pressure cleanups */
     uint64_t sample_ms;
-    const char *prom_file;  /* NULL: no metrics file */
-    const char *cgroup_dir; /* NULL: discover from /proc/self/cgroup */
+    const char *prom_file;   /* NULL: no metrics file */
+    const char *cgroup_dir;  /* NULL: discover from /proc/self/cgroup */
+    bool peak_reset;         /* reset the kernel's VmHWM at each boundary (clear_refs) */
+    uint64_t exit_budget_ms; /* the most time the exit path spends recording */
     struct roundtrim_setting setting[RT_OPT_COUNT];
     unsigned warning_count;
     char warnings[ROUNDTRIM_MAX_WARNINGS][ROUNDTRIM_WARNING_LEN];

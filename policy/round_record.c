@@ -232,6 +232,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_str(&j, "event", "round");
     roundtrim_json_i64(&j, "pid", r->pid);
     roundtrim_json_u64(&j, "round", r->round); /* round before ts: the key users sort by */
+    if (r->merged_rounds)
+        roundtrim_json_u64(&j, "merged_rounds", r->merged_rounds);
     roundtrim_json_ts(&j, "ts", r->ts);
     roundtrim_json_str(&j, "source", r->source);
     if (r->hook)
@@ -244,6 +246,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_u64(&j, "heap_live", r->heap_live);
     else
         roundtrim_json_str(&j, "heap_live", NULL);
+    if (!r->heap_live_known && r->heap_live_skipped)
+        roundtrim_json_str(&j, "heap_live_skipped", r->heap_live_skipped);
     roundtrim_json_u64(&j, "rss_before", r->rss_before);
     roundtrim_json_u64(&j, "rss_after", r->rss_after);
     roundtrim_json_u64(&j, "rss_peak", r->rss_peak);
@@ -254,6 +258,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     }
     roundtrim_json_actions(&j, "cleanup", r->actions);
     roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
+    if (r->cleanup_skipped)
+        roundtrim_json_str(&j, "cleanup_skipped", r->cleanup_skipped);
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_us", r->trim_us);
     else if (r->trim_skipped)

@@ -39,18 +39,21 @@ enum roundtrim_action {
 struct roundtrim_round_record {
     int pid;
     uint64_t round;
-    double ts; /* seconds since the epoch */
+    uint64_t merged_rounds; /* earlier boundaries this record also covers (queue was full) */
+    double ts;              /* seconds since the epoch */
     const char *source;
     const char *hook; /* "module:qualname" of the Python hook that ended the round, or NULL */
     const char *allocator;
     struct roundtrim_traffic traffic;
     bool heap_live_known;
     uint64_t heap_live;
+    const char *heap_live_skipped; /* why heap_live was not read, or NULL */
     uint64_t rss_before, rss_after, rss_peak;
     bool cgroup_known;
     uint64_t cgroup_usage, cgroup_limit;
     unsigned actions; /* enum roundtrim_action bits, in the order they ran */
     uint64_t cleanup_us, trim_us;
+    const char *cleanup_skipped; /* why a due cleanup did not run at all ("exiting"), or NULL */
     bool gc_ran;
     uint64_t gc_collected, gc_us;
     const char *gc_skipped;   /* why a due gc did not run (GIL not free in time, ...), or NULL */

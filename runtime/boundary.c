@@ -1,8 +1,11 @@
 #include "runtime/boundary.h"
 
+#include <string.h>
+#include <time.h>
+
 #include "runtime/export.h"
-#include "runtime/round.h"
 #include "runtime/state.h"
+#include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "shim/next_alloc.h"
 
@@ -17,24 +20,132 @@ const char *roundtrim_source_name(enum roundtrim_source src)
     return (unsigned)src < ROUNDTRIM_SRC_COUNT ? source_names[src] : "unknown";
 }
 
-void roundtrim_boundary(enum roundtrim_source src)
+/* A bounded queue of snapshots, many producers (any thread, signal handlers included) and one
+ * consumer. Each cell carries a sequence number: a producer claims a position with one CAS on
+ * the tail, fills the cell and publishes it by storing the sequence; nothing ever waits, so a
+ * handler that interrupts a producer on its own thread simply takes the next cell. When the
+ * queue is full the boundary is only counted (`dropped`): the next snapshot's difference holds
+ * its traffic, and its record says how many it merged. */
+#define QUEUE_CELLS 256u /* power of two */
+
+/* A cell's sequence is stored less its index, so that zeroed memory is the empty queue: nothing
+ * to initialise before the first signal can arrive. */
+static struct cell {
+    uint64_t seq_less_index;
+    struct roundtrim_boundary_snap snap;
+} cells[QUEUE_CELLS];
+static uint64_t tail, head; /* head: moved by the consumer only */
+static uint64_t dropped, seen, dropped_taken;
+
+static uint64_t cell_seq(const struct cell *c)
+{
+    return __atomic_load_n(&c->seq_less_index, __ATOMIC_ACQUIRE) + (uint64_t)(c - cells);
+}
+
+static void cell_publish(struct cell *c, uint64_t seq)
+{
+    __atomic_store_n(&c->seq_less_index, seq - (uint64_t)(c - cells), __ATOMIC_RELEASE);
+}
+
+static bool enqueue(const struct roundtrim_boundary_snap *snap)
+{
+    uint64_t pos = __atomic_load_n(&tail, __ATOMIC_RELAXED);
+    struct cell *c;
+    for (;;) {
+        c = &cells[pos & (QUEUE_CELLS - 1)];
+        int64_t dif = (int64_t)(cell_seq(c) - pos);
+        if (dif == 0) {
+            if (__atomic_compare_exchange_n(&tail, &pos, pos + 1, true, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                break;
+        } else if (dif < 0) {
+            return false; /* full */
+        } else {
+            pos = __atomic_load_n(&tail, __ATOMIC_RELAXED);
+        }
+    }
+    c->snap = *snap;
+    cell_publish(c, pos + 1);
+    return true;
+}
+
+bool roundtrim_boundary_take(struct roundtrim_boundary_snap *out, uint64_t *merged)
+{
+    uint64_t pos = __atomic_load_n(&head, __ATOMIC_RELAXED);
+    struct cell *c = &cells[pos & (QUEUE_CELLS - 1)];
+    if (cell_seq(c) != pos + 1)
+        return false; /* empty, or the producer has not published it yet */
+    *out = c->snap;
+    cell_publish(c, pos + QUEUE_CELLS);
+    __atomic_store_n(&head, pos + 1, __ATOMIC_RELEASE);
+    *merged = 0;
+    if (out->dropped_before > dropped_taken) {
+        *merged = out->dropped_before - dropped_taken;
+        dropped_taken = out->dropped_before;
+    }
+    return true;
+}
+
+bool roundtrim_boundary_pending(void)
+{
+    return __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&head, __ATOMIC_ACQUIRE);
+}
+
+uint64_t roundtrim_boundaries_seen(void)
+{
+    return __atomic_load_n(&seen, __ATOMIC_ACQUIRE);
+}
+
+/* Everything here is async-signal-safe: plain loads of the counter blocks, clock_gettime and
+ * atomic instructions. */
+static void capture(enum roundtrim_source src, const char *label)
+{
+    struct roundtrim_boundary_snap snap;
+    struct timespec t;
+    __atomic_add_fetch(&seen, 1, __ATOMIC_ACQ_REL);
+    snap.src = src;
+    snap.label = label;
+    clock_gettime(CLOCK_REALTIME, &t);
+    snap.wall_s = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+    roundtrim_counters_total(&snap.traffic);
+    roundtrim_cuda_counts_snapshot(&snap.cuda);
+    snap.dropped_before = __atomic_load_n(&dropped, __ATOMIC_ACQUIRE);
+    if (!enqueue(&snap))
+        __atomic_add_fetch(&dropped, 1, __ATOMIC_ACQ_REL);
+}
+
+void roundtrim_boundary_labelled(enum roundtrim_source src, const char *label)
 {
     if (!roundtrim_active())
         return;
-    roundtrim_round_add_pending(src);
-    if (roundtrim_worker_ensure())
+    /* Starting the worker allocates on this thread: that belongs to the round that ends. */
+    bool running = roundtrim_worker_ensure();
+    capture(src, label);
+    if (running)
         roundtrim_worker_wake();
+}
+
+void roundtrim_boundary(enum roundtrim_source src)
+{
+    roundtrim_boundary_labelled(src, NULL);
 }
 
 void roundtrim_boundary_from_signal(void)
 {
-    roundtrim_round_add_pending(ROUNDTRIM_SRC_SIGNAL);
+    capture(ROUNDTRIM_SRC_SIGNAL, NULL);
     if (roundtrim_worker_running())
         roundtrim_worker_wake();
     else {
         __atomic_store_n(&roundtrim_worker_start_wanted, 1, __ATOMIC_SEQ_CST);
         roundtrim_fast_path_suspend(); /* the next malloc or free takes the slow path */
     }
+}
+
+/* The parent's boundaries are the parent's: the child's rounds start from its own. */
+void roundtrim_boundary_fork_child(void)
+{
+    memset(cells, 0, sizeof cells);
+    tail = head = dropped = seen = dropped_taken = 0;
 }
 
 ROUNDTRIM_EXPORT void roundtrim_round_end(void)

@@ -22,7 +22,6 @@
 #include <sys/mman.h>
 
 #include "runtime/cuda_account.h"
-#include "runtime/cuda_pinned.h"
 #include "runtime/cuda_track.h"
 #include "runtime/state.h"
 #include "shim/cuda_driver.h"
@@ -47,10 +46,13 @@ struct slot {
     uint8_t used;
 };
 
-/* Per class of memory: [0] device, [1] pinned host. */
+/* Per class of memory: [0] device, [1] pinned host. Cumulative since the process started (or
+ * forked), written under st.lock with atomic stores and read without it: a round boundary, in a
+ * signal handler too, takes them with plain loads (roundtrim_cuda_counts_snapshot). The peak is
+ * the highest live since the last snapshot: the snapshot swaps it for the live bytes. */
 struct class_counters {
-    uint64_t alloc_calls, alloc_bytes, free_calls, free_bytes; /* this round */
-    uint64_t live_bytes, peak_bytes;                           /* peak: within this round */
+    uint64_t alloc_calls, alloc_bytes, free_calls, free_bytes;
+    uint64_t live_bytes, peak_bytes;
 };
 
 struct created_pool {
@@ -157,16 +159,32 @@ static struct class_counters *class_of(unsigned flags)
     return &st.cls[(flags & ROUNDTRIM_CUDA_HOST) ? 1 : 0];
 }
 
+/* Counter updates: under st.lock, but stored atomically for the lock-free snapshot. */
+static void counter_add(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* The snapshot may swap the peak at any moment (it takes no lock): raise it with a CAS. */
+static void peak_raise(struct class_counters *c, uint64_t live)
+{
+    uint64_t peak = __atomic_load_n(&c->peak_bytes, __ATOMIC_RELAXED);
+    while (live > peak && !__atomic_compare_exchange_n(&c->peak_bytes, &peak, live, true,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
 static void live_add(struct class_counters *c, uint64_t size)
 {
-    c->live_bytes += size;
-    if (c->live_bytes > c->peak_bytes)
-        c->peak_bytes = c->live_bytes;
+    uint64_t live = __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED) + size;
+    __atomic_store_n(&c->live_bytes, live, __ATOMIC_RELAXED);
+    peak_raise(c, live);
 }
 
 static void live_sub(struct class_counters *c, uint64_t size)
 {
-    c->live_bytes = c->live_bytes >= size ? c->live_bytes - size : 0;
+    uint64_t live = __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->live_bytes, live >= size ? live - size : 0, __ATOMIC_RELAXED);
 }
 
 /* ---- what the hooks report ---- */
@@ -205,8 +223,8 @@ void roundtrim_cuda_alloc_note(uint64_t key, uint64_t size, int device, unsigned
         .key = key, .size = size, .link = 0, .device = device, .flags = (uint8_t)flags, .used = 1};
     pthread_mutex_lock(&st.lock);
     struct class_counters *c = class_of(flags);
-    c->alloc_calls++;
-    c->alloc_bytes += size;
+    counter_add(&c->alloc_calls, 1);
+    counter_add(&c->alloc_bytes, size);
     struct slot *old = map_find(key, flags);
     if (old) {
         /* Its free went by a path we do not see: the old block is gone, keep the new one. */
@@ -240,8 +258,8 @@ void roundtrim_cuda_free_end(const struct roundtrim_cuda_block *b, bool released
     pthread_mutex_lock(&st.lock);
     struct class_counters *c = class_of(b->flags);
     if (released) {
-        c->free_calls++;
-        c->free_bytes += b->size;
+        counter_add(&c->free_calls, 1);
+        counter_add(&c->free_bytes, b->size);
         live_sub(c, b->size);
     } else if (!map_find(b->key, b->flags) && map_has_room()) {
         struct slot e = {b->key, b->size, 0, b->device, b->flags, 1};
@@ -573,43 +591,72 @@ void roundtrim_cuda_context_leave(const struct roundtrim_cuda_scope *scope)
         primary_leave(&d, scope->device, scope->saved);
 }
 
-/* This round's counters of one class of memory, which start again from zero (the peak from
- * what is live now). */
-static struct class_counters take_class(int cls)
+static void class_snapshot(struct class_counters *c, struct roundtrim_cuda_class_counts *out)
 {
-    pthread_mutex_lock(&st.lock);
-    struct class_counters *c = &st.cls[cls], taken = *c;
-    c->alloc_calls = c->alloc_bytes = c->free_calls = c->free_bytes = 0;
-    c->peak_bytes = c->live_bytes;
-    pthread_mutex_unlock(&st.lock);
-    return taken;
+    out->alloc_calls = __atomic_load_n(&c->alloc_calls, __ATOMIC_RELAXED);
+    out->alloc_bytes = __atomic_load_n(&c->alloc_bytes, __ATOMIC_RELAXED);
+    out->free_calls = __atomic_load_n(&c->free_calls, __ATOMIC_RELAXED);
+    out->free_bytes = __atomic_load_n(&c->free_bytes, __ATOMIC_RELAXED);
+    out->live_bytes = __atomic_load_n(&c->live_bytes, __ATOMIC_RELAXED);
+    /* The next round's peak starts from what is live now. */
+    uint64_t peak = __atomic_exchange_n(&c->peak_bytes, out->live_bytes, __ATOMIC_RELAXED);
+    out->peak_bytes = peak > out->live_bytes ? peak : out->live_bytes;
 }
 
-bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out)
+void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out)
+{
+    out->seen = atomic_load_explicit(&seen, memory_order_relaxed);
+    if (!out->seen)
+        return;
+    class_snapshot(&st.cls[0], &out->device);
+    class_snapshot(&st.cls[1], &out->host);
+}
+
+static void class_delta(struct roundtrim_cuda_class_counts *d,
+                        const struct roundtrim_cuda_class_counts *now,
+                        const struct roundtrim_cuda_class_counts *before)
+{
+    /* Two boundaries racing on two threads may queue their snapshots out of order. */
+#define ABOVE(f) (now->f > before->f ? now->f - before->f : 0)
+    d->alloc_calls = ABOVE(alloc_calls);
+    d->alloc_bytes = ABOVE(alloc_bytes);
+    d->free_calls = ABOVE(free_calls);
+    d->free_bytes = ABOVE(free_bytes);
+#undef ABOVE
+    d->live_bytes = now->live_bytes;
+    d->peak_bytes = now->peak_bytes;
+}
+
+bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
+                               const struct roundtrim_cuda_counts *now,
+                               const struct roundtrim_cuda_counts *before, bool ask_driver)
 {
     memset(out, 0, sizeof *out);
-    if (!atomic_load(&seen))
+    if (!now->seen)
         return false;
-    struct class_counters c = take_class(0);
-    out->alloc_calls = c.alloc_calls;
-    out->alloc_bytes = c.alloc_bytes;
-    out->free_calls = c.free_calls;
-    out->free_bytes = c.free_bytes;
-    out->live_bytes = c.live_bytes;
-    out->peak_bytes = c.peak_bytes;
+    static const struct roundtrim_cuda_counts zero;
+    if (!before->seen)
+        before = &zero;
+    struct roundtrim_cuda_class_counts dev, host;
+    class_delta(&dev, &now->device, &before->device);
+    class_delta(&host, &now->host, &before->host);
+    out->alloc_calls = dev.alloc_calls;
+    out->alloc_bytes = dev.alloc_bytes;
+    out->free_calls = dev.free_calls;
+    out->free_bytes = dev.free_bytes;
+    out->live_bytes = dev.live_bytes;
+    out->peak_bytes = dev.peak_bytes;
+    out->host_alloc_calls = host.alloc_calls;
+    out->host_alloc_bytes = host.alloc_bytes;
+    out->host_free_calls = host.free_calls;
+    out->host_free_bytes = host.free_bytes;
+    out->host_live_bytes = host.live_bytes;
     out->present = true;
+    if (!ask_driver) {
+        out->mem_info_skipped = "exiting";
+        return true;
+    }
     out->have_mem_info = mem_info(&out->free_mem, &out->total_mem, &out->mem_info_skipped);
-    return true;
-}
-
-bool roundtrim_cuda_pinned_take(struct roundtrim_cuda_pinned *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!atomic_load(&seen))
-        return false;
-    struct class_counters c = take_class(1);
-    *out = (struct roundtrim_cuda_pinned){c.alloc_calls, c.alloc_bytes, c.free_calls, c.free_bytes,
-                                          c.live_bytes};
     return true;
 }
 

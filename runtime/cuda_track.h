@@ -7,9 +7,27 @@
 
 #include "policy/round_record.h"
 
-/* Takes this round's device counters and resets the per-round ones (peak starts again from the
- * live bytes). Returns false, leaving out->present false, when the driver was never seen. */
-bool roundtrim_cuda_round_take(struct roundtrim_cuda_round *out);
+/* Cumulative counters of one class of memory (device, or pinned host), and the highest live
+ * bytes since the previous snapshot. */
+struct roundtrim_cuda_class_counts {
+    uint64_t alloc_calls, alloc_bytes, free_calls, free_bytes, live_bytes, peak_bytes;
+};
+
+struct roundtrim_cuda_counts {
+    bool seen; /* the driver answered a memory call; the rest is zero otherwise */
+    struct roundtrim_cuda_class_counts device, host;
+};
+
+/* Takes the counters at this instant, with plain loads and no lock: async-signal-safe. The peak
+ * starts again from the live bytes. */
+void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out);
+
+/* A round's device and pinned-host figures, from the snapshots at its two ends, plus, with
+ * ask_driver, the driver's free and total memory read now. Returns false, leaving out->present
+ * false, when the driver had not been seen at the round's end. */
+bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
+                               const struct roundtrim_cuda_counts *now,
+                               const struct roundtrim_cuda_counts *before, bool ask_driver);
 
 /* Trims to zero every stream-ordered pool the process used, each device's inside its primary
  * context: the default pools of devices that allocated stream-ordered memory, and the created

@@ -12,6 +12,7 @@
 #include "runtime/python_api.h"
 #include "runtime/python_gil.h"
 #include "runtime/python_hook.h"
+#include "runtime/worker.h"
 
 #define P roundtrim_py
 
@@ -133,16 +134,37 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
     return NULL;
 }
 
+bool roundtrim_python_loaded(void)
+{
+    return roundtrim_py_resolve();
+}
+
 bool roundtrim_python_present(void)
 {
     return roundtrim_py_resolve() && P.IsInitialized();
 }
 
+bool roundtrim_python_found(void)
+{
+    return __atomic_load_n(&P.found, __ATOMIC_ACQUIRE);
+}
+
+void roundtrim_python_exiting(void)
+{
+    /* No lookup here (a failed dlsym allocates, and _exit may come from a signal handler): a
+     * process whose interpreter was never found has no job to give up. */
+    if (roundtrim_python_found())
+        roundtrim_py_gil_exiting();
+}
+
 bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
     struct roundtrim_py_result res;
-    if (!roundtrim_python_present())
+    if (!roundtrim_python_present()) {
+        roundtrim_python_set_skip_reason(roundtrim_python_loaded() ? "no_interpreter"
+                                                                   : "no_python");
         return false;
+    }
     if (!roundtrim_py_with_gil(gc_job_run, &res, GIL_WAIT_MS, job_wait_ms))
         return false;
     *collected = res.count;
@@ -184,4 +206,8 @@ void roundtrim_python_init(const char *hook_spec)
     if (!roundtrim_py_resolve())
         return;
     roundtrim_py_hooks_init(hook_spec);
+    /* A Python program is often idle between rounds (blocked in a join, waiting on a socket)
+     * when its round signal comes: a handler cannot start a thread, so the worker starts with
+     * the interpreter and the first round is handled at once, with its gc. */
+    roundtrim_worker_ensure();
 }

@@ -185,16 +185,17 @@ static bool start_helper(void)
     return true;
 }
 
-/* Waits until the state leaves `from` or the deadline passes; false on timeout. */
-static bool wait_leave(enum req_state from, unsigned ms)
+/* Waits until the state leaves `from` or the deadline passes (or, with until_exit, the process
+ * starts to exit); false when it did not leave. */
+static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
 {
     struct timespec dl;
     deadline_in(&dl, ms);
-    while (state == from) {
+    while (state == from && !(until_exit && exiting)) {
         if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
-            return state != from;
+            break;
     }
-    return true;
+    return state != from;
 }
 
 bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
@@ -235,10 +236,12 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
     state = QUEUED;
     pthread_cond_signal(&to_helper);
     const char *why = NULL;
-    if (!wait_leave(QUEUED, gil_wait_ms)) {
+    /* A job not yet started is given up when the process exits: the exiting thread may hold
+     * the GIL for good (os._exit). One that runs is waited for as usual. */
+    if (!wait_leave(QUEUED, gil_wait_ms, true)) {
         state = ABANDONED;
-        why = "gil_timeout";
-    } else if (!wait_leave(HAS_GIL, run_wait_ms)) {
+        why = exiting ? "exiting" : "gil_timeout";
+    } else if (!wait_leave(HAS_GIL, run_wait_ms, false)) {
         state = RUNNING_ORPHAN;
         why = "job_timeout";
     } else {
@@ -252,6 +255,15 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
     pthread_mutex_unlock(&lock);
     skip_reason = why;
     return ok;
+}
+
+void roundtrim_py_gil_exiting(void)
+{
+    pthread_mutex_lock(&lock);
+    exiting = true;
+    if (conds_ready)
+        pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
 }
 
 void roundtrim_py_gil_fork_child(void)

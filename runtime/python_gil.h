@@ -35,6 +35,10 @@ void roundtrim_python_set_skip_reason(const char *why);
 bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
                            unsigned gil_wait_ms, unsigned run_wait_ms);
 
+/* The process is ending: a caller waiting for the GIL or for its job gives up at once
+ * ("exiting"), and no job starts any more. */
+void roundtrim_py_gil_exiting(void);
+
 /* In a fork child: the helper thread is gone; forget it. */
 void roundtrim_py_gil_fork_child(void);
 

@@ -33,8 +33,6 @@ struct entry {
 static struct entry entries[ROUNDTRIM_PY_HOOK_MAX + 32];
 static bool auto_hooks; /* the framework table is in use */
 static bool hooks_off;  /* ROUNDTRIM_PY_HOOK=none */
-/* The entry whose return was the last Python boundary (read by the worker for the record). */
-static const char *last_hook;
 static size_t entry_count;
 static unsigned pending_count;
 static unsigned main_pending;
@@ -197,8 +195,7 @@ static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs
     if (i < entry_count)
         entries[i].called = true;
     if (hook_depth == 0 && i < entry_count && counts_as_round(&entries[i])) {
-        __atomic_store_n(&last_hook, entries[i].target, __ATOMIC_RELEASE);
-        roundtrim_boundary(ROUNDTRIM_SRC_PYTHON);
+        roundtrim_boundary_labelled(ROUNDTRIM_SRC_PYTHON, entries[i].target);
     }
     return result;
 }
@@ -779,11 +776,6 @@ void roundtrim_py_hooks_init(const char *spec)
         return;
     }
     hook_live = true;
-}
-
-const char *roundtrim_py_hook_last(void)
-{
-    return __atomic_load_n(&last_hook, __ATOMIC_ACQUIRE);
 }
 
 /* ---- what the records say ---------------------------------------------------------------- */

@@ -41,8 +41,6 @@ size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry 
  * names and "auto": both. */
 void roundtrim_py_hooks_init(const char *spec);
 
-/* "module:qualname" of the hook whose return was the latest Python boundary, or NULL. */
-const char *roundtrim_py_hook_last(void);
 
 /* The start record's "py_hook_mode" and "py_hooks" (the hooks armed: they attach when their
  * module is imported); nothing in a process without Python. */

@@ -9,7 +9,6 @@
 #include "policy/round_record.h"
 #include "runtime/allocator_ops.h"
 #include "runtime/clock.h"
-#include "runtime/cuda_pinned.h"
 #include "runtime/cuda_track.h"
 #include "runtime/log_writer.h"
 #include "runtime/metrics_file.h"
@@ -18,34 +17,45 @@
 #include "runtime/python_gil.h"
 #include "runtime/python_hook.h"
 #include "runtime/python_program_gc.h"
+#include "runtime/rss_peak.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "shim/trim_hook.h"
 
-static unsigned long pending[ROUNDTRIM_SRC_COUNT];
-
 /* Serialises rounds with the exit summary; the worker is the only other user. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t round_no, cleanups;
-static struct roundtrim_traffic last_total;
-static uint64_t last_round_us;
+static uint64_t round_no; /* rounds recorded, merged ones included */
+static uint64_t cleanups;
+static struct roundtrim_boundary_snap last; /* the previous boundary's counters */
+static uint64_t last_round_us, last_pressure_us;
 static struct roundtrim_pressure pressure;
-static bool exiting;                /* set at exit: no round starts any more */
+static bool exiting;    /* the process is ending: rounds are still recorded, nothing is cleaned */
+static bool exit_begun; /* the exit path ran (exit, or _exit): once per process */
+static bool in_round;   /* a boundary was taken from the queue and is being recorded */
+/* Set on a thread that ends the process through _exit, which may be called from a signal handler
+ * that interrupted malloc or the driver: when it records rounds itself it reads nothing that
+ * takes the allocator's or the driver's locks. */
+static bool exit_async;
+static __thread bool exit_inline;
 static uint64_t program_trims_seen; /* the program's malloc_trim calls known at the last cleanup */
 
-void roundtrim_round_add_pending(enum roundtrim_source src)
+/* The part of now above the baseline, which moves up to now: out-of-order snapshots of two
+ * boundaries racing on two threads never give a negative figure, and nothing is counted twice. */
+static uint64_t take_above(uint64_t *base, uint64_t now)
 {
-    __atomic_add_fetch(&pending[src], 1, __ATOMIC_SEQ_CST);
+    uint64_t d = now > *base ? now - *base : 0;
+    if (now > *base)
+        *base = now;
+    return d;
 }
 
-static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_traffic *now,
-                          const struct roundtrim_traffic *before)
+static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_traffic *now)
 {
-    d->malloc_calls = now->malloc_calls - before->malloc_calls;
-    d->free_calls = now->free_calls - before->free_calls;
-    d->malloc_bytes = now->malloc_bytes - before->malloc_bytes;
-    d->free_bytes = now->free_bytes - before->free_bytes;
+    d->malloc_calls = take_above(&last.traffic.malloc_calls, now->malloc_calls);
+    d->free_calls = take_above(&last.traffic.free_calls, now->free_calls);
+    d->malloc_bytes = take_above(&last.traffic.malloc_bytes, now->malloc_bytes);
+    d->free_bytes = take_above(&last.traffic.free_bytes, now->free_bytes);
 }
 
 /* Why torch.cuda.empty_cache did not run, when that is news: not in processes without torch,
@@ -62,13 +72,25 @@ static const char *torch_skip_worth_saying(void)
     return why;
 }
 
+static bool gc_due(void)
+{
+    return roundtrim_config()->py_gc && roundtrim_python_loaded();
+}
+
+/* The same without a symbol lookup (a failed dlsym allocates): at exit the interpreter, if any,
+ * was found long before. */
+static bool gc_due_at_exit(void)
+{
+    return roundtrim_config()->py_gc && roundtrim_python_found();
+}
+
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
  * the device caches. */
 static void cleanup(struct roundtrim_round_record *r)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t t0 = roundtrim_now_us();
-    if (cfg->py_gc && roundtrim_python_present()) {
+    if (gc_due()) {
         /* What the program already did since the last cleanup is not done twice. */
         if (roundtrim_python_program_collected()) {
             r->gc_skipped = "program_gc";
@@ -76,7 +98,8 @@ static void cleanup(struct roundtrim_round_record *r)
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
         } else {
-            r->gc_skipped = roundtrim_python_skip_reason();
+            const char *why = roundtrim_python_skip_reason();
+            r->gc_skipped = why ? why : "failed";
         }
         roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
     }
@@ -100,20 +123,28 @@ static void cleanup(struct roundtrim_round_record *r)
     cleanups++;
 }
 
-static void measure(struct roundtrim_round_record *r)
+/* A due cleanup once the process is ending: nothing runs (the libraries it would call are being
+ * finalized, and exit has a time budget), and the record says so. */
+static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
 {
-    struct roundtrim_traffic now;
-    roundtrim_counters_total(&now);
-    traffic_delta(&r->traffic, &now, &last_total);
-    last_total = now;
+    r->cleanup_skipped = "exiting";
+    if (gc_due_at_exit())
+        r->gc_skipped = "exiting";
+}
+
+/* Counters come from the boundary's own snapshot; the rest is read now. */
+static void measure(struct roundtrim_round_record *r, const struct roundtrim_boundary_snap *s)
+{
+    traffic_delta(&r->traffic, &s->traffic);
     r->pid = (int)getpid();
-    r->ts = roundtrim_wall_seconds();
+    r->ts = s->wall_s;
     r->allocator = roundtrim_allocator_name();
     r->rss_before = roundtrim_rss_bytes();
-    r->rss_peak = roundtrim_rss_peak_bytes();
-    if (r->rss_peak < r->rss_before)
-        r->rss_peak = r->rss_before;
-    r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
+    r->rss_peak = roundtrim_rss_peak_round(r->rss_before, roundtrim_config()->peak_reset, true);
+    if (exit_inline)
+        r->heap_live_skipped = "exiting"; /* mallinfo2 takes the arena locks */
+    else
+        r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
     struct roundtrim_mem_limit lim;
     roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
     if (lim.cgroup_usage_known) {
@@ -121,61 +152,96 @@ static void measure(struct roundtrim_round_record *r)
         r->cgroup_usage = lim.cgroup_usage;
         r->cgroup_limit = lim.cgroup_limit;
     }
-    struct roundtrim_cuda_pinned pinned;
-    if (roundtrim_cuda_round_take(&r->cuda) && roundtrim_cuda_pinned_take(&pinned)) {
-        r->cuda.host_alloc_calls = pinned.alloc_calls;
-        r->cuda.host_alloc_bytes = pinned.alloc_bytes;
-        r->cuda.host_free_calls = pinned.free_calls;
-        r->cuda.host_free_bytes = pinned.free_bytes;
-        r->cuda.host_live_bytes = pinned.live_bytes;
-    }
+    roundtrim_cuda_round_fill(&r->cuda, &s->cuda, &last.cuda, !exit_inline);
+    if (s->cuda.seen)
+        last.cuda = s->cuda;
 }
 
 static void finish(struct roundtrim_round_record *r)
 {
     r->rss_after = roundtrim_rss_bytes();
-    /* The next round's peak starts from here. */
-    roundtrim_rss_peak_reset();
+    roundtrim_rss_peak_next(r->rss_after, roundtrim_config()->peak_reset);
     char line[4096];
     size_t n = roundtrim_round_record_format(r, line, sizeof line);
     if (n > 0)
         roundtrim_log_write(line, n);
-    roundtrim_metrics_file_update(r, round_no, cleanups);
+    roundtrim_metrics_file_update(r, r->round, cleanups);
 }
 
-static void run_round(enum roundtrim_source src)
+/* Whether one of the rounds round_no+1 .. last_round is a cleanup round. */
+static bool cleans_any(uint64_t first, uint64_t last_round)
 {
-    pthread_mutex_lock(&round_lock);
-    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_unlock(&round_lock);
-        return;
-    }
+    for (uint64_t n = first; n <= last_round; n++)
+        if (roundtrim_round_cleans(roundtrim_config(), n))
+            return true;
+    return false;
+}
+
+/* Records one boundary (round_lock held). */
+static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
+{
     struct roundtrim_round_record r;
     memset(&r, 0, sizeof r);
-    r.round = ++round_no;
-    r.source = roundtrim_source_name(src);
-    r.hook = src == ROUNDTRIM_SRC_PYTHON ? roundtrim_py_hook_last() : NULL;
-    measure(&r);
-    if (roundtrim_round_cleans(roundtrim_config(), r.round))
-        cleanup(&r);
+    r.round = round_no + merged + 1;
+    r.merged_rounds = merged;
+    r.source = roundtrim_source_name(s->src);
+    r.hook = s->src == ROUNDTRIM_SRC_PYTHON ? s->label : NULL;
+    measure(&r, s);
+    if (cleans_any(round_no + 1, r.round)) {
+        if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+            cleanup_skipped_at_exit(&r);
+        else
+            cleanup(&r);
+    }
     finish(&r);
+    __atomic_store_n(&round_no, r.round, __ATOMIC_RELEASE);
     last_round_us = roundtrim_now_us();
-    pthread_mutex_unlock(&round_lock);
+}
+
+/* Takes and records one queued boundary (round_lock held); false when none was queued. */
+static bool run_one_locked(void)
+{
+    struct roundtrim_boundary_snap s;
+    uint64_t merged;
+    __atomic_store_n(&in_round, true, __ATOMIC_RELEASE);
+    bool took = roundtrim_boundary_take(&s, &merged);
+    if (took)
+        run_round(&s, merged);
+    __atomic_store_n(&in_round, false, __ATOMIC_RELEASE);
+    return took;
 }
 
 void roundtrim_round_run_pending(void)
 {
-    for (int src = 0; src < ROUNDTRIM_SRC_COUNT; src++) {
-        unsigned long n = __atomic_exchange_n(&pending[src], 0, __ATOMIC_SEQ_CST);
-        while (n-- > 0)
-            run_round((enum roundtrim_source)src);
+    for (;;) {
+        pthread_mutex_lock(&round_lock);
+        bool took = run_one_locked();
+        pthread_mutex_unlock(&round_lock);
+        if (!took)
+            return;
     }
 }
 
-bool roundtrim_round_wants_samples(void)
+/* Timer rounds and pressure samples: when a variable asked for them, else once the process has
+ * seen a boundary. A worker started with the interpreter stays asleep in a Python process that
+ * never ends a round (pip, a launcher): no sample, no record. */
+static bool periodic_wanted(const struct roundtrim_config *cfg)
+{
+    if (cfg->interval_s == 0 && cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
+        return false;
+    return roundtrim_config_wants_sampling(cfg) || roundtrim_boundaries_seen() > 0;
+}
+
+uint64_t roundtrim_round_sample_period_ms(void)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
-    return cfg->interval_s > 0 || cfg->pressure_warn > 0 || cfg->pressure_clean > 0;
+    uint64_t ms = 0;
+    if (periodic_wanted(cfg))
+        ms = cfg->sample_ms;
+    if (!cfg->peak_reset && roundtrim_rss_peak_sampling() &&
+        (ms == 0 || ms > ROUNDTRIM_PEAK_SAMPLE_MS))
+        ms = ROUNDTRIM_PEAK_SAMPLE_MS;
+    return ms;
 }
 
 static void pressure_record(const char *level, const struct roundtrim_mem_limit *lim,
@@ -222,15 +288,23 @@ void roundtrim_round_sample(void)
     const struct roundtrim_config *cfg = roundtrim_config();
     if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
         return;
+    if (roundtrim_rss_peak_sampling())
+        roundtrim_rss_peak_sample();
+    if (!periodic_wanted(cfg))
+        return;
     uint64_t now = roundtrim_now_us();
     if (last_round_us == 0)
         last_round_us = now; /* the first timer round is one interval after sampling starts */
     if (cfg->interval_s > 0 && now - last_round_us >= cfg->interval_s * 1000000u) {
-        roundtrim_round_add_pending(ROUNDTRIM_SRC_TIMER);
+        last_round_us = now;
+        roundtrim_boundary(ROUNDTRIM_SRC_TIMER);
         roundtrim_round_run_pending();
     }
     if (cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
         return;
+    if (last_pressure_us != 0 && now - last_pressure_us < cfg->sample_ms * 1000u)
+        return;
+    last_pressure_us = now;
     struct roundtrim_mem_limit lim;
     roundtrim_mem_limit_read(cfg->cgroup_dir, &lim);
     unsigned act = roundtrim_pressure_update(&pressure, cfg, lim.used, lim.limit, now / 1000);
@@ -240,70 +314,110 @@ void roundtrim_round_sample(void)
         pressure_cleanup(&lim);
 }
 
-static bool any_pending(void)
+static uint64_t rounds_recorded(void)
 {
-    for (int src = 0; src < ROUNDTRIM_SRC_COUNT; src++)
-        if (__atomic_load_n(&pending[src], __ATOMIC_SEQ_CST))
-            return true;
-    return false;
+    return __atomic_load_n(&round_no, __ATOMIC_ACQUIRE);
 }
 
-/* Boundaries seen just before exit still get their records: the worker finishes them, or, when
- * it never started (a signal just before the end), the exiting thread does. */
-static void drain_before_exit(void)
+static void sleep_ms(long ms)
 {
-    if (!any_pending())
-        return;
-    if (roundtrim_worker_running() && !roundtrim_worker_is_self()) {
-        roundtrim_worker_wake();
-        for (int i = 0; i < 1000 && any_pending(); i++) { /* 5 s at most */
-            struct timespec t = {0, 5 * 1000 * 1000};
-            nanosleep(&t, NULL);
+    struct timespec t = {0, ms * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Boundaries seen before exit get their records within the budget: the worker finishes them
+ * (woken, and waited for), or, when it does not run (a signal to a native program that never
+ * allocated again), the exiting thread records them itself; cleanups are skipped either way. */
+static void drain_before_exit(uint64_t deadline_us)
+{
+    while (roundtrim_now_us() < deadline_us) {
+        if (!roundtrim_boundary_pending() && !__atomic_load_n(&in_round, __ATOMIC_ACQUIRE))
+            return; /* all recorded, or only boundaries merged into none (counted below) */
+        if (roundtrim_worker_running() && !roundtrim_worker_is_self()) {
+            roundtrim_worker_wake();
+            sleep_ms(2);
+        } else if (pthread_mutex_trylock(&round_lock) == 0) {
+            exit_inline = exit_async;
+            bool took = run_one_locked();
+            exit_inline = false;
+            pthread_mutex_unlock(&round_lock);
+            if (!took)
+                sleep_ms(1); /* a producer on another thread is still filling its slot */
+        } else {
+            sleep_ms(1);
         }
-        return;
     }
-    if (!roundtrim_worker_running())
-        roundtrim_round_run_pending();
+}
+
+/* Takes round_lock within the budget; false when a round still runs at the deadline. */
+static bool lock_until(uint64_t deadline_us)
+{
+    while (pthread_mutex_trylock(&round_lock) != 0) {
+        if (roundtrim_now_us() >= deadline_us)
+            return false;
+        sleep_ms(1);
+    }
+    return true;
 }
 
 void roundtrim_round_at_exit(void)
 {
-    drain_before_exit();
-    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
-    /* A round in progress on the worker finishes first, unless it takes too long. The lock is
-     * kept: no round may touch libraries that are being finalized from here on. */
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 2;
-    pthread_mutex_timedlock(&round_lock, &deadline);
-    if (!roundtrim_log_started())
+    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
         return;
+    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    roundtrim_python_exiting(); /* a gc waiting for the GIL gives up at once */
+    drain_before_exit(deadline);
+    /* The lock is kept: no round may touch libraries that are being finalized from here on. A
+     * round still running past the budget is counted as unrecorded and may still land later. */
+    bool locked = lock_until(deadline);
+    /* Without the lock, a first record may be opening the log right now: write only into a log
+     * already open. */
+    if (!roundtrim_log_started() && !(locked && roundtrim_boundaries_seen() > 0))
+        return;
+    uint64_t recorded = rounds_recorded(), seen = roundtrim_boundaries_seen();
     struct roundtrim_traffic total;
     roundtrim_counters_total(&total);
+    uint64_t rss = roundtrim_rss_bytes();
     char line[8192];
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "exit", getpid(), roundtrim_wall_seconds());
-    roundtrim_json_u64(&j, "rounds", round_no);
+    roundtrim_json_u64(&j, "rounds", recorded);
+    roundtrim_json_u64(&j, "rounds_unrecorded", seen > recorded ? seen - recorded : 0);
     roundtrim_json_u64(&j, "cleanups", cleanups);
     roundtrim_json_u64(&j, "malloc_calls", total.malloc_calls);
     roundtrim_json_u64(&j, "free_calls", total.free_calls);
     roundtrim_json_u64(&j, "malloc_bytes", total.malloc_bytes);
     roundtrim_json_u64(&j, "free_bytes", total.free_bytes);
-    roundtrim_json_u64(&j, "rss", roundtrim_rss_bytes());
-    roundtrim_json_u64(&j, "rss_peak", roundtrim_rss_peak_bytes());
+    roundtrim_json_u64(&j, "rss", rss);
+    roundtrim_json_u64(&j, "rss_peak",
+                       roundtrim_rss_peak_round(rss, roundtrim_config()->peak_reset, false));
     roundtrim_py_hooks_exit_json(&j);
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);
 }
 
+void roundtrim_round_at_fast_exit(void)
+{
+    exit_async = true;
+    roundtrim_round_at_exit();
+}
+
+bool roundtrim_round_exit_wanted(void)
+{
+    return roundtrim_log_started() || roundtrim_boundaries_seen() > 0;
+}
+
 void roundtrim_round_fork_child(void)
 {
     pthread_mutex_init(&round_lock, NULL);
-    memset(pending, 0, sizeof pending);
-    memset(&last_total, 0, sizeof last_total);
+    roundtrim_boundary_fork_child();
+    roundtrim_rss_peak_fork_child();
+    memset(&last, 0, sizeof last);
     memset(&pressure, 0, sizeof pressure);
-    exiting = false;
+    exiting = exit_begun = in_round = exit_async = false;
     round_no = cleanups = 0;
     last_round_us = roundtrim_now_us();
+    last_pressure_us = 0;
 }

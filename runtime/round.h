@@ -3,23 +3,32 @@
 #define ROUNDTRIM_RUNTIME_ROUND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/boundary.h"
 
-/* Notes a boundary; async-signal-safe. */
-void roundtrim_round_add_pending(enum roundtrim_source src);
-
-/* Runs one round per pending boundary (worker only). */
+/* Records every queued boundary, one round each (worker only). */
 void roundtrim_round_run_pending(void);
 
-/* Whether the worker should wake periodically (timer rounds, memory-pressure sampling). */
-bool roundtrim_round_wants_samples(void);
+/* How often the worker should wake for roundtrim_round_sample (timer rounds, memory pressure,
+ * peak RSS samples); 0 when it need not. */
+uint64_t roundtrim_round_sample_period_ms(void);
 
-/* One periodic sample: timer rounds and memory pressure (worker only). */
+/* One periodic sample: peak RSS, timer rounds and memory pressure (worker only). */
 void roundtrim_round_sample(void);
 
-/* Writes the exit summary if this process wrote a log. */
+/* The exit path (exit, or _exit): records pending rounds within ROUNDTRIM_EXIT_BUDGET_MS, then
+ * the exit summary if this process wrote a log. Runs once per process. */
 void roundtrim_round_at_exit(void);
+
+/* The same for _exit and _Exit, which may be called from a signal handler: rounds the exiting
+ * thread records itself skip what takes the allocator's or the driver's locks (heap_live,
+ * the driver's free memory). */
+void roundtrim_round_at_fast_exit(void);
+
+/* Whether this process has anything to record at exit: a record already written, or a boundary of
+ * its own (a fork child that saw none has not). */
+bool roundtrim_round_exit_wanted(void);
 
 void roundtrim_round_fork_child(void);
 

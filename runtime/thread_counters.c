@@ -13,12 +13,11 @@ static __thread struct roundtrim_thread_counters uncounted_sink
     __attribute__((tls_model("initial-exec")));
 static __thread bool registering;
 
-/* Registration and summing are rare (thread start/exit, round boundaries): a mutex is fine
- * there. The fast path never takes it. */
+/* Registration is rare (thread start and exit): a mutex is fine there. The fast path never takes
+ * it, and summing never does (it walks all_blocks, which only ever grows at its head). */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct roundtrim_thread_counters *registry_head;
-static struct roundtrim_thread_counters *free_blocks; /* linked through ->next */
-static struct roundtrim_traffic retired;              /* folded from exited threads */
+static struct roundtrim_thread_counters *all_blocks;  /* head published with a release store */
+static struct roundtrim_thread_counters *free_blocks; /* linked through ->free_next */
 static bool counting_disabled;
 
 static pthread_key_t exit_key;
@@ -27,8 +26,8 @@ static bool exit_key_ok;
 
 #define SLAB_BYTES 4096
 
-/* A block from the free list, or a fresh page of them (mmap: malloc is what we count). Called
- * with registry_lock held. */
+/* A block from the free list (counts kept), or a fresh page of them (mmap: malloc is what we
+ * count). Called with registry_lock held. */
 static struct roundtrim_thread_counters *take_block(void)
 {
     if (!free_blocks) {
@@ -36,14 +35,18 @@ static struct roundtrim_thread_counters *take_block(void)
             mmap(NULL, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (page == MAP_FAILED)
             return NULL;
+        struct roundtrim_thread_counters *head = __atomic_load_n(&all_blocks, __ATOMIC_RELAXED);
         for (size_t i = 0; i < SLAB_BYTES / sizeof *page; i++) {
-            page[i].next = free_blocks;
+            page[i].all_next = head;
+            head = &page[i];
+            page[i].free_next = free_blocks;
             free_blocks = &page[i];
         }
+        /* The zeroed page and its links are visible before a handler can reach them. */
+        __atomic_store_n(&all_blocks, head, __ATOMIC_RELEASE);
     }
     struct roundtrim_thread_counters *c = free_blocks;
-    free_blocks = c->next;
-    memset(c, 0, sizeof *c);
+    free_blocks = c->free_next;
     return c;
 }
 
@@ -55,32 +58,11 @@ static void fold_into(struct roundtrim_traffic *t, const struct roundtrim_thread
     t->free_bytes += __atomic_load_n(&c->free_bytes, __ATOMIC_RELAXED);
 }
 
-static void link_block(struct roundtrim_thread_counters *c)
-{
-    c->prev = NULL;
-    c->next = registry_head;
-    if (registry_head)
-        registry_head->prev = c;
-    registry_head = c;
-}
-
-static void unlink_block(struct roundtrim_thread_counters *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        registry_head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-}
-
-/* Folds the calling thread's block into the retired totals and gives it back. */
+/* Gives the calling thread's block back; its counts stay in the sum. */
 static void retire(struct roundtrim_thread_counters *c)
 {
     pthread_mutex_lock(&registry_lock);
-    fold_into(&retired, c);
-    unlink_block(c);
-    c->next = free_blocks;
+    c->free_next = free_blocks;
     free_blocks = c;
     pthread_mutex_unlock(&registry_lock);
 }
@@ -106,13 +88,11 @@ struct roundtrim_thread_counters *roundtrim_thread_register(void)
     pthread_once(&exit_key_once, create_exit_key);
     pthread_mutex_lock(&registry_lock);
     struct roundtrim_thread_counters *c = take_block();
-    if (c)
-        link_block(c);
     pthread_mutex_unlock(&registry_lock);
     if (!c) {
         c = &uncounted_sink;
     } else if (!exit_key_ok || pthread_setspecific(exit_key, c) != 0) {
-        /* No exit hook: the block is never folded, but it is ours and stays summed. */
+        /* No exit hook: the block is never reused, but it is ours and stays summed. */
     }
     roundtrim_tls_block = c;
     registering = false;
@@ -130,13 +110,24 @@ void roundtrim_thread_mark_internal(void)
     roundtrim_tls_block = &uncounted_sink;
 }
 
+struct roundtrim_thread_counters *roundtrim_counting_pause(void)
+{
+    struct roundtrim_thread_counters *saved = roundtrim_tls_block;
+    roundtrim_tls_block = &uncounted_sink;
+    return saved;
+}
+
+void roundtrim_counting_resume(struct roundtrim_thread_counters *saved)
+{
+    roundtrim_tls_block = saved;
+}
+
 void roundtrim_counters_total(struct roundtrim_traffic *out)
 {
-    pthread_mutex_lock(&registry_lock);
-    *out = retired;
-    for (struct roundtrim_thread_counters *c = registry_head; c; c = c->next)
+    memset(out, 0, sizeof *out);
+    for (const struct roundtrim_thread_counters *c = __atomic_load_n(&all_blocks, __ATOMIC_ACQUIRE);
+         c; c = c->all_next)
         fold_into(out, c);
-    pthread_mutex_unlock(&registry_lock);
 }
 
 void roundtrim_counters_disable(void)
@@ -156,24 +147,18 @@ void roundtrim_counters_fork_parent(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
-/* The child is a new process with one thread: only the forking thread's block survives, the
+/* The child is a new process with one thread: only the forking thread's block stays taken, the
  * others go back to the free list, and traffic starts from zero. */
 void roundtrim_counters_fork_child(void)
 {
     pthread_mutex_init(&registry_lock, NULL);
-    memset(&retired, 0, sizeof retired);
     struct roundtrim_thread_counters *mine = roundtrim_tls_block;
-    struct roundtrim_thread_counters *c = registry_head, *next;
-    registry_head = NULL;
-    for (; c; c = next) {
-        next = c->next;
+    free_blocks = NULL;
+    for (struct roundtrim_thread_counters *c = all_blocks; c; c = c->all_next) {
+        c->malloc_calls = c->free_calls = c->malloc_bytes = c->free_bytes = 0;
         if (c == mine)
             continue;
-        c->next = free_blocks;
+        c->free_next = free_blocks;
         free_blocks = c;
-    }
-    if (mine && mine != &uncounted_sink) {
-        memset(mine, 0, sizeof *mine);
-        link_block(mine);
     }
 }

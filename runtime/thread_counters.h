@@ -1,10 +1,14 @@
 /* Per-thread malloc-family counters: the fast path adds to its own thread's block without a lock
- * or an atomic instruction; the worker sums all blocks at a round boundary, and a thread's block
- * is folded into the retired totals when the thread exits.
+ * or an atomic instruction; a round boundary sums all blocks at its own instant.
  *
- * Blocks live in memory of roundtrim's own (never freed), and a thread's TLS holds only a pointer
- * to its block: summing never reads a thread's TLS, so a thread that ends without its exit hook
- * running leaves a block that stays readable and keeps being summed, never a dangling pointer. */
+ * Blocks live in memory of roundtrim's own and are never freed or unlinked: every block ever
+ * handed out stays on one list whose links are published with release stores, so a signal
+ * handler can walk it with plain loads, without a lock. A block's counts are cumulative over
+ * every thread that ever owned it: when a thread exits its block goes back to a free list with
+ * its counts, and the next thread to take it counts on from there, so the sum over the list is
+ * the whole process's traffic with no folding step that a handler could see half done. A
+ * thread's TLS holds only a pointer to its block: a thread that ends without its exit hook
+ * running leaves a block that stays readable and keeps being summed. */
 #ifndef ROUNDTRIM_RUNTIME_THREAD_COUNTERS_H
 #define ROUNDTRIM_RUNTIME_THREAD_COUNTERS_H
 
@@ -15,7 +19,8 @@
 struct roundtrim_thread_counters {
     /* Written only by the owning thread; read (relaxed, 64-bit aligned) by the summing thread. */
     uint64_t malloc_calls, free_calls, malloc_bytes, free_bytes;
-    struct roundtrim_thread_counters *prev, *next; /* registry links, under its lock */
+    struct roundtrim_thread_counters *all_next;  /* every block ever made; set before publishing */
+    struct roundtrim_thread_counters *free_next; /* free list, under the registry lock */
 } __attribute__((aligned(64)));
 
 /* This thread's block; NULL until its first counted call. initial-exec TLS: a fixed offset from
@@ -52,7 +57,13 @@ static inline void roundtrim_count_free(uint64_t bytes)
 /* Marks the calling thread as roundtrim's own: its allocations are not the application's. */
 void roundtrim_thread_mark_internal(void);
 
-/* Cumulative traffic of the whole process so far (live threads + exited ones). */
+/* roundtrim's own work on an application thread (starting the worker): what it allocates is
+ * not counted. Returns what roundtrim_counting_resume must be given back. */
+struct roundtrim_thread_counters *roundtrim_counting_pause(void);
+void roundtrim_counting_resume(struct roundtrim_thread_counters *saved);
+
+/* Cumulative traffic of the whole process so far (live threads + exited ones). Takes no lock and
+ * allocates nothing: async-signal-safe. */
 void roundtrim_counters_total(struct roundtrim_traffic *out);
 
 /* Makes every thread that registers from now on uncounted (pure forwarding). */

@@ -57,24 +57,27 @@ static void *worker_main(void *arg)
     (void)arg;
     on_worker = true;
     roundtrim_thread_mark_internal();
-    const struct roundtrim_config *cfg = roundtrim_config();
     struct timespec next_sample;
     clock_gettime(CLOCK_MONOTONIC, &next_sample);
-    add_ms(&next_sample, cfg->sample_ms);
+    uint64_t period = 0;
     for (;;) {
         roundtrim_round_run_pending();
-        int rc;
-        if (roundtrim_round_wants_samples()) {
-            rc = sem_clockwait(&wake, CLOCK_MONOTONIC, &next_sample);
-            if (rc != 0 && errno == ETIMEDOUT) {
-                roundtrim_round_sample();
-                clock_gettime(CLOCK_MONOTONIC, &next_sample);
-                add_ms(&next_sample, cfg->sample_ms);
-            }
-        } else {
-            rc = sem_wait(&wake);
+        /* The period changes once rounds are recorded (peak samples): look again each time. */
+        uint64_t want = roundtrim_round_sample_period_ms();
+        if (want != period) {
+            period = want;
+            clock_gettime(CLOCK_MONOTONIC, &next_sample);
+            add_ms(&next_sample, period);
         }
-        (void)rc; /* EINTR or a post: either way look at what is pending */
+        if (period == 0) {
+            sem_wait(&wake); /* EINTR or a post: either way look at what is pending */
+            continue;
+        }
+        if (sem_clockwait(&wake, CLOCK_MONOTONIC, &next_sample) != 0 && errno == ETIMEDOUT) {
+            roundtrim_round_sample();
+            clock_gettime(CLOCK_MONOTONIC, &next_sample);
+            add_ms(&next_sample, period);
+        }
     }
     return NULL;
 }
@@ -87,8 +90,11 @@ bool roundtrim_worker_ensure(void)
         /* Another thread is starting it: it will look at everything pending once running. */
         return expected != WORKER_FAILED;
     }
-    /* The worker must never run the application's signal handlers. */
+    /* The worker must never run the application's signal handlers. What pthread_create
+     * allocates on this thread is roundtrim's, not the round's. */
+    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
     int rc = roundtrim_spawn_thread(worker_main, NULL, "roundtrim", 0);
+    roundtrim_counting_resume(counting);
     if (rc != 0) {
         __atomic_store_n(&worker_state, WORKER_FAILED, __ATOMIC_SEQ_CST);
         roundtrim_warn_once_errno("cannot start the worker thread; rounds are not recorded", rc);

@@ -116,8 +116,8 @@ def shimmed_ticker(spawn, ticker, tmp_path):
     """shimmed_ticker(**env) -> (Popen, log): a busy process started with `roundtrim run`, once
     the library has installed its round signal handler. spawn ends it after the test."""
 
-    def start(**extra):
-        log = tmp_path / "rounds.jsonl"
+    def start(log_name="rounds.jsonl", **extra):
+        log = tmp_path / log_name
         # the library's own reading of the variable (a bad value falls back to SIGUSR1)
         num = int(subprocess.run([str(BUILD / "roundtrim-options"), "--round-signal",
                                   str(extra.get("ROUNDTRIM_ROUND_SIGNAL", ""))],
@@ -170,6 +170,8 @@ def test_version():
     (["round", "-5"], "unknown option '-5'"),
     (["round", "0"], "'0' is not a process id"),
     (["round", "1", "2"], "expected one process id"),
+    (["round", "--wait=soon", "1"], "--wait 'soon' is not a number of seconds"),
+    (["round", "--wait"], "missing the process id"),
     (["env", "--format", "xml"], "unknown format 'xml'"),
     (["env", "--role", "boss"], "unknown role 'boss'"),
     (["env", "extra"], "unexpected argument 'extra'"),
@@ -337,6 +339,45 @@ def test_round_never_signals_a_process_without_the_library(spawn):
     assert proc.poll() is None, "the process was killed by the round signal"
 
 
+def test_round_wait_prints_the_recorded_round_as_a_report_row(shimmed_ticker):
+    proc, log = shimmed_ticker(log_name="rounds-%p.jsonl")  # %p resolved from the environment
+    for n in (1, 2):
+        r = roundtrim("round", proc.pid, "--wait", "30")
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        assert lines[1] == f"roundtrim: process {proc.pid} recorded round {n}"
+        assert lines[2].split()[:4] == ["round", "time", "s", "source"]
+        assert lines[3].split()[0] == str(n) and lines[3].split()[2] == "signal"
+    assert len(round_records(Path(str(log).replace("%p", str(proc.pid))), proc.pid)) == 2
+    assert proc.poll() is None
+
+
+def test_round_wait_gives_status_3_when_the_round_is_not_recorded_in_time(shimmed_ticker):
+    """A stopped process keeps the signal pending: nothing is recorded until it runs again."""
+    proc, log = shimmed_ticker()
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        r = roundtrim("round", "--wait", "0.5", proc.pid)
+        assert r.returncode == 3, (r.stdout, r.stderr)
+        assert f"process {proc.pid} recorded no round within 0.5 s" in r.stderr
+        assert str(log) in r.stderr
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    # the signal was sent all the same: the round is recorded once the process runs
+    wait_until(lambda: round_records(log, proc.pid), "the round after SIGCONT")
+
+
+def test_round_wait_needs_a_round_log_it_can_read(spawn):
+    proc, _ = spawn(["sleep", "60"], log=False)
+    wait_until(lambda: LIB.name in Path(f"/proc/{proc.pid}/maps").read_text(), "the library")
+    wait_until(lambda: catches(proc.pid, signal.SIGUSR1), "the round signal handler")
+    r = roundtrim("round", proc.pid, "--wait")
+    assert r.returncode == 1
+    assert "has no round log" in r.stderr and "not signalled" in r.stderr
+    time.sleep(0.2)
+    assert proc.poll() is None
+
+
 def test_round_on_a_process_that_does_not_exist():
     done = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True)
     pid = int(done.stdout)
@@ -496,6 +537,29 @@ def test_report_draws_a_png(tmp_path, plotter):
     assert r.returncode == 0, r.stderr
     assert f"plot written to {png}" in r.stdout
     assert_png(png)
+
+
+@pytest.mark.parametrize("plotter", ["matplotlib", "gnuplot"])
+@pytest.mark.parametrize("cgroup_mib, own_axis", [(2250, True), (40, False)])
+def test_report_gives_a_cgroup_that_dwarfs_the_process_its_own_axis(tmp_path, plotter,
+                                                                   cgroup_mib, own_axis):
+    if plotter == "gnuplot" and not shutil.which("gnuplot"):
+        pytest.skip("gnuplot is not installed")
+    mib = 1 << 20
+    log = tmp_path / "shared-cgroup.jsonl"
+    log.write_text("".join(json.dumps({
+        "event": "round", "pid": 77, "round": n, "ts": 1000.0 + n, "source": "signal",
+        "rss_before": 16 * mib, "rss_after": 15 * mib, "rss_peak": 17 * mib,
+        "heap_live": 3 * mib, "cgroup_usage": (cgroup_mib + n) * mib, "cleanup": ["trim"],
+        "cleanup_us": 900}) + "\n" for n in range(1, 5)))
+    png = tmp_path / "plot.png"
+    r = roundtrim("report", log, "--png", png, env=clean_env(ROUNDTRIM_PLOTTER=plotter))
+    assert r.returncode == 0, r.stderr
+    assert_png(png, min_bytes=10_000)
+    note = "process 77: the cgroup's memory use is"
+    assert (note in r.stdout) == own_axis, r.stdout
+    if own_axis:
+        assert "times the process's and has an axis of its own (right)" in r.stdout
 
 
 def test_report_without_a_plotting_tool_still_prints_the_table(tmp_path):

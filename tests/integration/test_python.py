@@ -229,6 +229,7 @@ def test_gc_skipped_not_hung_when_main_thread_keeps_the_gil(run_shim):
     assert len(res.rounds) == 2
     first, second = res.rounds
     assert "gc" not in first["cleanup"] and "trim" in first["cleanup"]
+    assert first["gc_skipped"] == "gil_timeout"
     assert first["cleanup_us"] < hold_s * 1_000_000
     assert second["cleanup"][:2] == ["gc", "trim"]
     assert elapsed < hold_s + 10

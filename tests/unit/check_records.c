@@ -32,6 +32,32 @@ static struct roundtrim_round_record sample(void)
     return r;
 }
 
+START_TEST(a_record_says_what_it_merged_and_why_its_cleanup_was_skipped)
+{
+    struct roundtrim_round_record r = sample();
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_null(strstr(buf, "merged_rounds"));
+    ck_assert_ptr_null(strstr(buf, "cleanup_skipped"));
+    r.round = 12;
+    r.merged_rounds = 3;
+    r.actions = 0;
+    r.gc_ran = false;
+    r.cleanup_us = 0;
+    r.cleanup_skipped = "exiting";
+    r.gc_skipped = "exiting";
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"round\":12,\"merged_rounds\":3,"));
+    ck_assert_ptr_nonnull(
+        strstr(buf, "\"cleanup\":[],\"cleanup_us\":0,\"cleanup_skipped\":\"exiting\","));
+    ck_assert_ptr_nonnull(strstr(buf, "\"gc_skipped\":\"exiting\""));
+    r.heap_live_known = false;
+    r.heap_live_skipped = "exiting";
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"heap_live\":null,\"heap_live_skipped\":\"exiting\","));
+}
+END_TEST
+
 START_TEST(round_record_has_every_key_in_order)
 {
     struct roundtrim_round_record r = sample();
@@ -190,6 +216,7 @@ int main(void)
 {
     Suite *s = suite_create("records");
     TCase *tc = tcase_create("records");
+    tcase_add_test(tc, a_record_says_what_it_merged_and_why_its_cleanup_was_skipped);
     tcase_add_test(tc, round_record_has_every_key_in_order);
     tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
     tcase_add_test(tc, hook_and_skips_of_what_the_program_did);
