@@ -19,6 +19,7 @@
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
+#include "shim/signal_hooks.h"
 
 static unsigned long pending[ROUNDTRIM_SRC_COUNT];
 
@@ -94,6 +95,7 @@ static void measure(struct roundtrim_round_record *r)
     r->pid = (int)getpid();
     r->ts = roundtrim_wall_seconds();
     r->allocator = roundtrim_allocator_name();
+    r->counts_skipped = roundtrim_allocator_counts_skipped();
     r->rss_before = roundtrim_rss_bytes();
     r->rss_peak = roundtrim_rss_peak_bytes();
     if (r->rss_peak < r->rss_before)
@@ -140,6 +142,11 @@ static void run_round(enum roundtrim_source src)
     r.round = ++round_no;
     r.source = roundtrim_source_name(src);
     measure(&r);
+    /* Said by the first round marked otherwise than by that signal (a round by signal recorded
+     * now was marked before), or else by the exit record without a line on stderr: programs
+     * commonly restore the default action while they finalize. */
+    if (src != ROUNDTRIM_SRC_SIGNAL && (r.signal_rounds_off = roundtrim_signal_rounds_off_take()))
+        roundtrim_signal_rounds_off_warn(r.signal_rounds_off);
     if (roundtrim_round_cleans(roundtrim_config(), r.round))
         cleanup(&r);
     finish(&r);
@@ -269,12 +276,12 @@ void roundtrim_round_at_exit(void)
     roundtrim_json_event_begin(&j, line, sizeof line, "exit", getpid(), roundtrim_wall_seconds());
     roundtrim_json_u64(&j, "rounds", round_no);
     roundtrim_json_u64(&j, "cleanups", cleanups);
-    roundtrim_json_u64(&j, "malloc_calls", total.malloc_calls);
-    roundtrim_json_u64(&j, "free_calls", total.free_calls);
-    roundtrim_json_u64(&j, "malloc_bytes", total.malloc_bytes);
-    roundtrim_json_u64(&j, "free_bytes", total.free_bytes);
+    roundtrim_json_traffic(&j, &total, roundtrim_allocator_counts_skipped());
     roundtrim_json_u64(&j, "rss", roundtrim_rss_bytes());
     roundtrim_json_u64(&j, "rss_peak", roundtrim_rss_peak_bytes());
+    const char *signal_off = roundtrim_signal_rounds_off_take();
+    if (signal_off)
+        roundtrim_json_str(&j, "signal_rounds_off", signal_off);
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);

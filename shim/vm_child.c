@@ -1,0 +1,26 @@
+#include "shim/vm_child.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+/* 0 until the constructor ran: nothing is a child before then. */
+static pid_t own_pid;
+
+static void record_pid(void)
+{
+    __atomic_store_n(&own_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+/* Runs before the other constructors of the library (lower priority numbers run first), so
+ * that the fork handler below runs before theirs in a fork child. */
+__attribute__((constructor(101))) static void vm_child_init(void)
+{
+    record_pid();
+    pthread_atfork(NULL, NULL, record_pid);
+}
+
+bool roundtrim_in_vm_child(void)
+{
+    pid_t pid = __atomic_load_n(&own_pid, __ATOMIC_RELAXED);
+    return pid != 0 && getpid() != pid; /* glibc >= 2.25 caches no pid: a real system call */
+}

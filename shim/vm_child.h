@@ -1,0 +1,14 @@
+/* Children that share the parent's memory until they exec: vfork, posix_spawn and
+ * clone(CLONE_VM). Every global they write is the parent's, so roundtrim's hooks must touch
+ * nothing of its own there and only forward. */
+#ifndef ROUNDTRIM_SHIM_VM_CHILD_H
+#define ROUNDTRIM_SHIM_VM_CHILD_H
+
+#include <stdbool.h>
+
+/* True in a process that runs in memory roundtrim set up for another process: its pid is not the
+ * one recorded at start or by the last fork's child handler (no fork handler runs for vfork or
+ * clone). One getpid() system call: not for the malloc fast path. Async-signal-safe. */
+bool roundtrim_in_vm_child(void);
+
+#endif
