@@ -135,7 +135,14 @@ START_TEST(prometheus_text_has_help_type_and_labels)
                                       "process=\"py\\\"thon\"} 0.000012\n"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_released_bytes_total{"));
     ck_assert_ptr_null(strstr(buf, "cuda"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_malloc_calls_total{"));
     ck_assert_uint_eq(roundtrim_prom_format(&in, buf, 100), 0);
+    /* counts that were not seen are left out rather than given as zeros */
+    r.counts_skipped = "allocator_before_roundtrim";
+    ck_assert_uint_gt(roundtrim_prom_format(&in, buf, sizeof buf), 0);
+    ck_assert_ptr_null(strstr(buf, "roundtrim_malloc_calls_total"));
+    ck_assert_ptr_null(strstr(buf, "roundtrim_free_bytes_total"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_rss_bytes{"));
 }
 END_TEST
 
