@@ -102,14 +102,27 @@ static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
     struct sigaction app = *current_app_action();
     if (app.sa_flags & SA_RESETHAND)
         reset_app_action();
-    if (app.sa_flags & SA_SIGINFO) {
-        if (app.sa_sigaction)
+    /* SIG_DFL here is the action the program found and never changed: marking rounds is the
+     * signal's job now (a program that sets SIG_DFL itself gets the signal back). */
+    if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
+        if (app.sa_flags & SA_SIGINFO)
             app.sa_sigaction(sig, info, uctx);
-    } else if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
-        /* SIG_DFL for a round signal would end the process: marking rounds is its job now. */
-        app.sa_handler(sig);
+        else
+            app.sa_handler(sig);
     }
     errno = saved_errno;
+}
+
+/* The kernel reads SIG_DFL and SIG_IGN from the handler field whatever SA_SIGINFO says (it is one
+ * field in a union). */
+static bool is_default(const struct sigaction *act)
+{
+    return act->sa_handler == SIG_DFL;
+}
+
+static bool is_ignore(const struct sigaction *act)
+{
+    return act->sa_handler == SIG_IGN;
 }
 
 /* Our handler runs with the application's mask and restart behaviour, so that a program that
@@ -118,14 +131,13 @@ static int install_ours(const struct sigaction *app)
 {
     /* An ignored signal stays ignored, in the kernel too: that is what a program exec'd from
      * here inherits, and a program that ignores the round signal does not want it acted on. */
-    if (!(app->sa_flags & SA_SIGINFO) && app->sa_handler == SIG_IGN)
+    if (is_ignore(app))
         return real.sigaction(round_sig, app, NULL);
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = round_signal_handler;
     ours.sa_mask = app->sa_mask;
-    bool app_has_handler =
-        (app->sa_flags & SA_SIGINFO) || (app->sa_handler != SIG_DFL && app->sa_handler != SIG_IGN);
+    bool app_has_handler = !is_default(app);
     int keep =
         app_has_handler ? (app->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER)) : SA_RESTART;
     ours.sa_flags = SA_SIGINFO | keep;
@@ -145,16 +157,6 @@ void roundtrim_signal_source_install(int sig)
     if (install_ours(&before) != 0)
         round_sig = 0;
     unlock_actions(&saved);
-}
-
-static bool is_default(const struct sigaction *act)
-{
-    return !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL;
-}
-
-static bool is_ignore(const struct sigaction *act)
-{
-    return !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_IGN;
 }
 
 /* The program asked for the default action itself: it gets it, and the signal marks no round
