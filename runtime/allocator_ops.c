@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <stdlib.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <string.h>
@@ -10,7 +9,6 @@
 #include "policy/round_record.h"
 #include "runtime/clock.h"
 #include "runtime/state.h"
-#include "runtime/thread_counters.h"
 #include "shim/next_alloc.h"
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
@@ -41,25 +39,9 @@ static void name_object(const char *path)
     strncpy(other_name, base, sizeof other_name - 1);
 }
 
-/* Whether a malloc made inside libc (strdup's) reaches our hook. Asking the dynamic linker for
- * "malloc" would not tell: in an executable built without -fPIE that takes malloc's address,
- * the answer is the executable's own stub. Called through a volatile pointer, and the count
- * read atomically, so that the compiler can neither drop the call nor assume the counters
- * unchanged. */
-static bool program_malloc_is_ours(void)
-{
-    char *(*volatile dup)(const char *) = strdup;
-    struct roundtrim_thread_counters *c = roundtrim_thread_block();
-    uint64_t before = __atomic_load_n(&c->malloc_calls, __ATOMIC_SEQ_CST);
-    char *s = dup("roundtrim");
-    bool ours =
-        __atomic_load_n(&roundtrim_thread_block()->malloc_calls, __ATOMIC_SEQ_CST) != before;
-    free(s);
-    return ours;
-}
-
-/* The first object in the search order that defines malloc itself (dlsym's answer may be an
- * executable's stub, which only points further). */
+/* The first object in the search order that defines malloc itself: the one the program's calls
+ * reach. dlsym's answer alone does not tell: in an executable built without -fPIE that takes
+ * malloc's address, it is the executable's own stub, which only points further. */
 static void *first_malloc_definition(void)
 {
     void *first = dlsym(RTLD_DEFAULT, "malloc");
@@ -89,8 +71,12 @@ static void *first_malloc_definition(void)
 void roundtrim_allocator_detect(void)
 {
     void *serving = (void *)roundtrim_next.malloc;
-    if (!program_malloc_is_ours()) {
-        serving = first_malloc_definition();
+    void *first = first_malloc_definition();
+    Dl_info first_info, own_info;
+    if (first && dladdr(first, &first_info) &&
+        dladdr((void *)roundtrim_allocator_detect, &own_info) &&
+        first_info.dli_fbase != own_info.dli_fbase) {
+        serving = first;
         counts_skipped = "allocator_before_roundtrim";
     }
     Dl_info info;
