@@ -93,6 +93,13 @@ def test_other_allocator_in_either_order(run_shim, allocator, order):
         assert_counts_marked_unseen(py)
 
 
+def test_allocator_built_into_the_executable_is_unknown_and_not_counted(run_shim):
+    res = run_shim([prog("builtin_malloc")])
+    assert res.returncode == 0, res.stderr
+    assert [r["allocator"] for r in res.rounds] == ["unknown"]
+    assert_counts_marked_unseen(res)
+
+
 def test_glibc_program_records_its_counts_as_before(run_shim):
     res = run_shim([PYTHON, "-c", PY_ALLOCATING])
     assert res.returncode == 0
