@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "runtime/export.h"
+#include "runtime/python_gil.h"
 #include "runtime/worker.h"
 #include "shim/vm_child.h"
 
@@ -51,6 +52,7 @@ static int call_alone(int (*fn)(int, int), bool resolved, bool alone, int a, int
     if (!alone || roundtrim_in_vm_child()) /* a vfork child has no worker of its own */
         return fn(a, b);
     bool paused = roundtrim_worker_pause();
+    roundtrim_py_helper_stop(); /* only the worker queues its jobs: paused, it queues none */
     int rc = fn(a, b);
     int saved_errno = errno;
     if (paused)

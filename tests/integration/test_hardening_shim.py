@@ -195,6 +195,41 @@ def test_user_namespace_with_the_worker_running(run_shim, op):
     assert [r["source"] for r in shim.rounds] == ["call", "call"]
 
 
+PY_UNSHARE = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+log = os.environ.get("ROUNDTRIM_LOG")
+
+def round_recorded(n):
+    # ends a round and waits for its record: its cleanup ran gc on roundtrim's Python helper
+    libc.roundtrim_round_end()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if os.path.exists(log) and open(log).read().count('"event":"round"') >= n:
+            return
+        time.sleep(0.01)
+    sys.exit("no record")
+
+if log:
+    round_recorded(1)
+rc = libc.unshare(0x10000000)  # CLONE_NEWUSER
+print("unshare", "ok" if rc == 0 else os.strerror(ctypes.get_errno()))
+if log:
+    round_recorded(2)
+"""
+
+
+def test_user_namespace_in_a_python_process_after_gc_rounds(run_shim):
+    """A Python process has a second thread of roundtrim's once a cleanup ran gc: it is ended
+    for the call too, and started again by the next round's gc."""
+    bare = run_shim([PYTHON, "-c", PY_UNSHARE], preload=False, log=False)
+    if bare.stdout != "unshare ok\n":
+        pytest.skip(f"the kernel refuses user namespaces here: {bare.stdout.strip()}")
+    shim = run_shim([PYTHON, "-c", PY_UNSHARE])
+    assert (shim.returncode, shim.stdout) == (0, "unshare ok\n"), shim.stderr
+    assert [r["cleanup"][:1] for r in shim.rounds] == [["gc"], ["gc"]]
+
+
 # CPython's own suites, run with and without the shim: the verdicts must be the same. make check
 # runs the short ones; make cpython-check sets CPYTHON_SUITES to the long ones.
 CPYTHON_SUITES = os.environ.get("CPYTHON_SUITES", "test_signal test_faulthandler").split()
