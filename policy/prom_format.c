@@ -70,14 +70,16 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
     metric(&o, "roundtrim_rounds_total", "counter", "Rounds ended.", in->rounds);
     metric(&o, "roundtrim_cleanups_total", "counter", "Cleanups run (rounds and memory pressure).",
            in->cleanups);
-    metric(&o, "roundtrim_malloc_calls_total", "counter", "Blocks handed out by the malloc family.",
-           in->total->malloc_calls);
-    metric(&o, "roundtrim_free_calls_total", "counter", "Blocks released by the malloc family.",
-           in->total->free_calls);
-    metric(&o, "roundtrim_malloc_bytes_total", "counter", "Usable bytes of the blocks handed out.",
-           in->total->malloc_bytes);
-    metric(&o, "roundtrim_free_bytes_total", "counter", "Usable bytes of the blocks released.",
-           in->total->free_bytes);
+    if (!r->counts_skipped) { /* the program's malloc does not reach roundtrim: no zeros */
+        metric(&o, "roundtrim_malloc_calls_total", "counter",
+               "Blocks handed out by the malloc family.", in->total->malloc_calls);
+        metric(&o, "roundtrim_free_calls_total", "counter", "Blocks released by the malloc family.",
+               in->total->free_calls);
+        metric(&o, "roundtrim_malloc_bytes_total", "counter",
+               "Usable bytes of the blocks handed out.", in->total->malloc_bytes);
+        metric(&o, "roundtrim_free_bytes_total", "counter", "Usable bytes of the blocks released.",
+               in->total->free_bytes);
+    }
     metric(&o, "roundtrim_released_bytes_total", "counter",
            "Resident bytes given back to the OS by cleanups.", in->released_bytes_total);
     metric(&o, "roundtrim_rss_bytes", "gauge", "Resident set size after the last round.",

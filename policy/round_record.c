@@ -202,6 +202,21 @@ void roundtrim_json_actions(struct roundtrim_json *j, const char *k, unsigned ac
     roundtrim_json_array_end(j);
 }
 
+void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
+                            const char *skipped)
+{
+    static const char *const names[] = {"malloc_calls", "free_calls", "malloc_bytes", "free_bytes"};
+    const uint64_t values[] = {t->malloc_calls, t->free_calls, t->malloc_bytes, t->free_bytes};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (skipped)
+            roundtrim_json_str(j, names[i], NULL);
+        else
+            roundtrim_json_u64(j, names[i], values[i]);
+    }
+    if (skipped)
+        roundtrim_json_str(j, "counts_skipped", skipped);
+}
+
 static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_round *c)
 {
     roundtrim_json_u64(j, "cuda_alloc_calls", c->alloc_calls);
@@ -238,10 +253,7 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_str(&j, "source", r->source);
     if (r->hook)
         roundtrim_json_str(&j, "hook", r->hook);
-    roundtrim_json_u64(&j, "malloc_calls", r->traffic.malloc_calls);
-    roundtrim_json_u64(&j, "free_calls", r->traffic.free_calls);
-    roundtrim_json_u64(&j, "malloc_bytes", r->traffic.malloc_bytes);
-    roundtrim_json_u64(&j, "free_bytes", r->traffic.free_bytes);
+    roundtrim_json_traffic(&j, &r->traffic, r->counts_skipped);
     if (r->heap_live_known)
         roundtrim_json_u64(&j, "heap_live", r->heap_live);
     else
@@ -279,6 +291,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     else if (r->cuda_pool_trim_skipped)
         roundtrim_json_str(&j, "cuda_pool_trim_skipped", r->cuda_pool_trim_skipped);
     roundtrim_json_str(&j, "allocator", r->allocator);
+    if (r->signal_rounds_off)
+        roundtrim_json_str(&j, "signal_rounds_off", r->signal_rounds_off);
     if (r->cuda.present)
         format_cuda(&j, &r->cuda);
     return roundtrim_json_end(&j);

@@ -45,6 +45,8 @@ struct roundtrim_round_record {
     const char *hook; /* "module:qualname" of the Python hook that ended the round, or NULL */
     const char *allocator;
     struct roundtrim_traffic traffic;
+    const char *counts_skipped;    /* why traffic was not measured (its counts are then null) */
+    const char *signal_rounds_off; /* said once: why the round signal stopped marking rounds */
     bool heap_live_known;
     uint64_t heap_live;
     const char *heap_live_skipped; /* why heap_live was not read, or NULL */
@@ -93,6 +95,11 @@ void roundtrim_json_event_begin(struct roundtrim_json *j, char *buf, size_t cap,
 
 /* "key":["gc","trim",...]: the actions set in `actions`, in the order they run. */
 void roundtrim_json_actions(struct roundtrim_json *j, const char *key, unsigned actions);
+
+/* The four malloc-family counts; when skipped is set, each is null and "counts_skipped" says
+ * why. */
+void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
+                            const char *skipped);
 
 /* Formats a round record as one JSON line. Returns its length, 0 if buf was too small. */
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap);

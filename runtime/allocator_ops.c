@@ -1,6 +1,7 @@
 #include "runtime/allocator_ops.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <stddef.h>
 #include <string.h>
@@ -22,15 +23,72 @@ static mallinfo2_fn glibc_mallinfo2;
 static malloc_trim_fn glibc_malloc_trim;
 static mallopt_fn glibc_mallopt;
 
-/* The allocator is the one whose object defines the malloc we forward to. */
+/* When the program's malloc is not ours (an allocator preloaded before roundtrim, one linked
+ * into the executable, a library loaded with dlopen), none of the program's calls reach the
+ * hooks: the counts would be a false zero. */
+static const char *counts_skipped;
+
+/* The name of the object that defines fn: its file's base name, or "unknown" when it is no
+ * shared library (the executable itself). */
+static void name_object(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strstr(base, ".so"))
+        base = "unknown";
+    strncpy(other_name, base, sizeof other_name - 1);
+}
+
+/* The first object in the search order that defines malloc itself: the one the program's calls
+ * reach. dlsym's answer alone does not tell: in an executable built without -fPIE that takes
+ * malloc's address, it is the executable's own stub, which only points further. */
+static void *first_malloc_definition(void)
+{
+    void *first = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!first || !dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        sym->st_shndx != SHN_UNDEF)
+        return first;
+    void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    struct link_map *map = NULL;
+    if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0 || !map)
+        return first;
+    for (map = map->l_next; map; map = map->l_next) {
+        void *obj = map->l_name[0] ? dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        void *fn = obj ? dlsym(obj, "malloc") : NULL;
+        struct link_map *owner = NULL;
+        if (obj)
+            dlclose(obj);
+        if (fn && dladdr1(fn, &info, (void **)&owner, RTLD_DL_LINKMAP) && owner == map)
+            return fn;
+    }
+    return first;
+}
+
+/* The allocator is the one whose object defines the malloc the program's calls reach: ours,
+ * forwarding to the next one, or one that comes before us. */
 void roundtrim_allocator_detect(void)
 {
+    void *serving = (void *)roundtrim_next.malloc;
+    void *first = first_malloc_definition();
+    Dl_info first_info, own_info;
+    if (first && dladdr(first, &first_info) &&
+        dladdr((void *)roundtrim_allocator_detect, &own_info) &&
+        first_info.dli_fbase != own_info.dli_fbase) {
+        serving = first;
+        counts_skipped = "allocator_before_roundtrim";
+    }
     Dl_info info;
-    if (!dladdr((void *)roundtrim_next.malloc, &info) || !info.dli_fname)
+    if (!dladdr(serving, &info) || !info.dli_fname) {
+        strncpy(other_name, "unknown", sizeof other_name - 1);
         return;
+    }
     void *obj = dlopen(info.dli_fname[0] ? info.dli_fname : NULL, RTLD_LAZY | RTLD_NOLOAD);
-    if (!obj)
+    if (!obj) {
+        name_object(info.dli_fname);
         return;
+    }
     je_mallctl = (mallctl_fn)dlsym(obj, "mallctl");
     if (je_mallctl) {
         kind = RT_ALLOC_JEMALLOC;
@@ -41,11 +99,14 @@ void roundtrim_allocator_detect(void)
         if (glibc_malloc_trim)
             kind = RT_ALLOC_GLIBC;
     }
-    if (kind == RT_ALLOC_OTHER) {
-        const char *base = strrchr(info.dli_fname, '/');
-        strncpy(other_name, base ? base + 1 : info.dli_fname, sizeof other_name - 1);
-    }
+    if (kind == RT_ALLOC_OTHER)
+        name_object(info.dli_fname);
     dlclose(obj);
+}
+
+const char *roundtrim_allocator_counts_skipped(void)
+{
+    return counts_skipped;
 }
 
 enum roundtrim_allocator roundtrim_allocator_kind(void)

@@ -16,6 +16,10 @@ void roundtrim_allocator_detect(void);
 enum roundtrim_allocator roundtrim_allocator_kind(void);
 const char *roundtrim_allocator_name(void);
 
+/* Why the malloc-family counts are not measured (the program's malloc does not reach roundtrim:
+ * "allocator_before_roundtrim"), or NULL when they are. */
+const char *roundtrim_allocator_counts_skipped(void);
+
 /* Bytes in live blocks as the allocator counts them (mallinfo2, stats.allocated). */
 bool roundtrim_allocator_heap_live(uint64_t *bytes);
 

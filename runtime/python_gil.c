@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/python_api.h"
 
@@ -28,6 +29,8 @@ static const char *cur_why;
 static const char *skip_reason;
 static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
 static bool shutdown_hook_added;
+static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
+static pid_t helper_tid;
 
 const char *roundtrim_python_skip_reason(void)
 {
@@ -161,9 +164,16 @@ static void *helper_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&lock);
+    helper_tid = gettid();
     for (;;) {
-        while (state != QUEUED && state != ABANDONED)
+        while (state != QUEUED && state != ABANDONED && !helper_stop)
             pthread_cond_wait(&to_helper, &lock);
+        if (helper_stop && state == IDLE) {
+            helper_started = false; /* the next job starts a new helper */
+            pthread_cond_broadcast(&to_caller);
+            pthread_mutex_unlock(&lock);
+            return NULL;
+        }
         if (state == ABANDONED) {
             state = IDLE;
             continue;
@@ -179,6 +189,7 @@ static bool start_helper(void)
         return true;
     if (!conds_ready)
         init_conds();
+    helper_stop = false;
     if (roundtrim_spawn_thread(helper_main, NULL, "roundtrim-py", 0) != 0)
         return false;
     helper_started = true;
@@ -196,6 +207,18 @@ static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
             break;
     }
     return state != from;
+}
+
+/* Waits until the helper has ended (helper_started false) or the deadline passes. */
+static bool wait_leave_started(unsigned ms)
+{
+    struct timespec dl;
+    deadline_in(&dl, ms);
+    while (helper_started) {
+        if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
+            return !helper_started;
+    }
+    return true;
 }
 
 bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
@@ -264,6 +287,27 @@ void roundtrim_py_gil_exiting(void)
     if (conds_ready)
         pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
+}
+
+void roundtrim_py_helper_stop(void)
+{
+    pthread_mutex_lock(&lock);
+    if (!helper_started || state != IDLE) { /* none, or a job still runs: it stays */
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    helper_stop = true;
+    pthread_cond_signal(&to_helper);
+    bool stopped = wait_leave_started(1000);
+    pid_t tid = helper_tid;
+    pthread_mutex_unlock(&lock);
+    /* Then until the kernel has removed the thread (1 s at most). */
+    for (int i = 0; stopped && i < 1000; i++) {
+        if (tgkill(getpid(), tid, 0) != 0 && errno == ESRCH)
+            break;
+        struct timespec t = {0, 1000000L};
+        nanosleep(&t, NULL);
+    }
 }
 
 void roundtrim_py_gil_fork_child(void)

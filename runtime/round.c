@@ -21,6 +21,7 @@
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
+#include "shim/signal_hooks.h"
 #include "shim/trim_hook.h"
 
 /* Serialises rounds with the exit summary; the worker is the only other user. */
@@ -139,6 +140,7 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     r->pid = (int)getpid();
     r->ts = s->wall_s;
     r->allocator = roundtrim_allocator_name();
+    r->counts_skipped = roundtrim_allocator_counts_skipped();
     r->rss_before = roundtrim_rss_bytes();
     r->rss_peak = roundtrim_rss_peak_round(r->rss_before, roundtrim_config()->peak_reset, true);
     if (exit_inline)
@@ -187,6 +189,12 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
     r.source = roundtrim_source_name(s->src);
     r.hook = s->src == ROUNDTRIM_SRC_PYTHON ? s->label : NULL;
     measure(&r, s);
+    /* Said by the first round marked otherwise than by that signal (a round by signal recorded
+     * now was marked before), or else by the exit record without a line on stderr: programs
+     * commonly restore the default action while they finalize. */
+    if (s->src != ROUNDTRIM_SRC_SIGNAL &&
+        (r.signal_rounds_off = roundtrim_signal_rounds_off_take()))
+        roundtrim_signal_rounds_off_warn(r.signal_rounds_off);
     if (cleans_any(round_no + 1, r.round)) {
         if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
             cleanup_skipped_at_exit(&r);
@@ -385,14 +393,14 @@ void roundtrim_round_at_exit(void)
     roundtrim_json_u64(&j, "rounds", recorded);
     roundtrim_json_u64(&j, "rounds_unrecorded", seen > recorded ? seen - recorded : 0);
     roundtrim_json_u64(&j, "cleanups", cleanups);
-    roundtrim_json_u64(&j, "malloc_calls", total.malloc_calls);
-    roundtrim_json_u64(&j, "free_calls", total.free_calls);
-    roundtrim_json_u64(&j, "malloc_bytes", total.malloc_bytes);
-    roundtrim_json_u64(&j, "free_bytes", total.free_bytes);
+    roundtrim_json_traffic(&j, &total, roundtrim_allocator_counts_skipped());
     roundtrim_json_u64(&j, "rss", rss);
     roundtrim_json_u64(&j, "rss_peak",
                        roundtrim_rss_peak_round(rss, roundtrim_config()->peak_reset, false));
     roundtrim_py_hooks_exit_json(&j);
+    const char *signal_off = roundtrim_signal_rounds_off_take();
+    if (signal_off)
+        roundtrim_json_str(&j, "signal_rounds_off", signal_off);
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);

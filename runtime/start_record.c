@@ -21,6 +21,8 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     roundtrim_json_str(&j, "exe", exe);
     roundtrim_json_str(&j, "role", roundtrim_role_name(cfg->role));
     roundtrim_json_str(&j, "allocator", roundtrim_allocator_name());
+    if (roundtrim_allocator_counts_skipped())
+        roundtrim_json_str(&j, "counts_skipped", roundtrim_allocator_counts_skipped());
     roundtrim_json_object_begin(&j, "settings");
     for (int id = 0; id < RT_OPT_COUNT; id++) {
         char value[512];

@@ -19,6 +19,7 @@
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "shim/next_alloc.h"
+#include "shim/vm_child.h"
 
 static struct roundtrim_config config;
 static double start_ts;
@@ -132,6 +133,8 @@ static void copy_strings(void)
  * later) and before the libraries' destructors, while libcuda and the C++ runtime still work. */
 static void roundtrim_stop(void)
 {
+    if (roundtrim_in_vm_child()) /* exit() in a vfork child: the state is the parent's */
+        return;
     roundtrim_round_at_exit();
 }
 

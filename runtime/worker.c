@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/boundary.h"
 #include "runtime/round.h"
@@ -13,13 +14,15 @@
 #include "runtime/thread_counters.h"
 #include "runtime/thread_spawn.h"
 #include "shim/next_alloc.h"
+#include "shim/vm_child.h"
 
 int roundtrim_worker_start_wanted;
 
-enum { WORKER_NONE, WORKER_STARTING, WORKER_RUNNING, WORKER_FAILED };
+enum { WORKER_NONE, WORKER_STARTING, WORKER_RUNNING, WORKER_FAILED, WORKER_PAUSING, WORKER_PAUSED };
 static int worker_state = WORKER_NONE;
 static sem_t wake;
 static __thread bool on_worker;
+static pid_t worker_tid;
 
 void roundtrim_worker_init(void)
 {
@@ -56,11 +59,16 @@ static void *worker_main(void *arg)
 {
     (void)arg;
     on_worker = true;
+    __atomic_store_n(&worker_tid, gettid(), __ATOMIC_RELEASE);
     roundtrim_thread_mark_internal();
     struct timespec next_sample;
     clock_gettime(CLOCK_MONOTONIC, &next_sample);
     uint64_t period = 0;
     for (;;) {
+        int pausing = WORKER_PAUSING; /* the top of the loop holds no lock: a safe point */
+        if (__atomic_compare_exchange_n(&worker_state, &pausing, WORKER_PAUSED, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            return NULL;
         roundtrim_round_run_pending();
         /* The period changes once rounds are recorded (peak samples): look again each time. */
         uint64_t want = roundtrim_round_sample_period_ms();
@@ -105,9 +113,50 @@ bool roundtrim_worker_ensure(void)
     return true;
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec t = {0, ms * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+bool roundtrim_worker_pause(void)
+{
+    int running = WORKER_RUNNING;
+    if (on_worker || !__atomic_compare_exchange_n(&worker_state, &running, WORKER_PAUSING, false,
+                                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return false;
+    sem_post(&wake);
+    /* A round in progress finishes first; both waits are bounded (2 s, then 1 s for the kernel
+     * to remove the thread). Past them the caller goes on, as it would without us. */
+    for (int i = 0; i < 2000 && __atomic_load_n(&worker_state, __ATOMIC_SEQ_CST) != WORKER_PAUSED;
+         i++)
+        sleep_ms(1);
+    pid_t tid = __atomic_load_n(&worker_tid, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < 1000 && __atomic_load_n(&worker_state, __ATOMIC_SEQ_CST) == WORKER_PAUSED;
+         i++) {
+        if (tgkill(getpid(), tid, 0) != 0 && errno == ESRCH)
+            break;
+        sleep_ms(1);
+    }
+    return true;
+}
+
+void roundtrim_worker_resume(void)
+{
+    int pausing = WORKER_PAUSING; /* it never stopped: it goes on as it was */
+    if (__atomic_compare_exchange_n(&worker_state, &pausing, WORKER_RUNNING, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return;
+    int paused = WORKER_PAUSED;
+    if (__atomic_compare_exchange_n(&worker_state, &paused, WORKER_NONE, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST) &&
+        roundtrim_worker_ensure())
+        roundtrim_worker_wake(); /* boundaries seen meanwhile are pending: they run now */
+}
+
 void roundtrim_worker_start_from_app(void)
 {
-    if (on_worker)
+    if (on_worker || roundtrim_in_vm_child())
         return;
     int saved_errno = errno; /* inside the application's malloc: errno is theirs */
     /* Clear first: pthread_create allocates and would come back here. */

@@ -32,6 +32,14 @@ bool roundtrim_worker_running(void);
 /* True on the worker thread itself. */
 bool roundtrim_worker_is_self(void);
 
+/* Stops the worker at a safe point (between rounds, holding nothing) so that the process has one
+ * thread fewer for a call that needs it (unshare, setns into a user namespace), waiting a bounded
+ * time. True when a resume must follow; boundaries seen meanwhile stay pending. */
+bool roundtrim_worker_pause(void);
+
+/* Starts the paused worker again. */
+void roundtrim_worker_resume(void);
+
 void roundtrim_worker_fork_child(void);
 
 #endif

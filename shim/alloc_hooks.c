@@ -16,7 +16,7 @@
 
 static inline void count_new_block(void *p)
 {
-    if (likely(p != NULL))
+    if (likely(p != NULL) && !roundtrim_in_next_alloc)
         roundtrim_count_alloc(roundtrim_usable_size(p));
 }
 
@@ -34,23 +34,31 @@ __attribute__((noinline, cold)) static void free_slow(void *p)
     roundtrim_worker_poll();
     if (p == NULL || roundtrim_bootstrap_owns(p))
         return;
-    roundtrim_count_free(roundtrim_usable_size(p));
+    if (!roundtrim_in_next_alloc)
+        roundtrim_count_free(roundtrim_usable_size(p));
     roundtrim_next.free(p);
 }
 
 /* Another allocator than glibc: its malloc_usable_size gives the size (a call, so kept out of
- * the glibc path, which then needs no stack frame). */
+ * the glibc path, which then needs no stack frame). A call that comes back from inside that
+ * malloc_usable_size is only forwarded. */
 __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_thread_counters *c)
 {
+    if (unlikely(roundtrim_in_next_alloc))
+        return p;
+    size_t n = roundtrim_next_usable_size(p);
     c->malloc_calls++;
-    c->malloc_bytes += roundtrim_next.malloc_usable_size(p);
+    c->malloc_bytes += n;
     return p;
 }
 
 __attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
 {
-    c->free_calls++;
-    c->free_bytes += roundtrim_next.malloc_usable_size(p);
+    if (likely(!roundtrim_in_next_alloc)) {
+        size_t n = roundtrim_next_usable_size(p);
+        c->free_calls++;
+        c->free_bytes += n;
+    }
     roundtrim_next.free(p);
 }
 
@@ -120,6 +128,8 @@ static void *realloc_block(void *p, size_t n)
             memcpy(q, p, old < n ? old : n);
         return q;
     }
+    if (roundtrim_in_next_alloc)
+        return roundtrim_next.realloc(p, n);
     size_t old = roundtrim_usable_size(p);
     void *q = roundtrim_next.realloc(p, n);
     if (q) {

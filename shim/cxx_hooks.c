@@ -96,7 +96,8 @@ static inline void *op(enum cxx_op i)
 /* Counts a block the next operator new returned, unless it already went through our malloc. */
 static inline void *counted(void *p, uint64_t calls_before)
 {
-    if (p && counts_here && roundtrim_thread_block()->malloc_calls == calls_before)
+    if (p && counts_here && !roundtrim_in_next_alloc &&
+        roundtrim_thread_block()->malloc_calls == calls_before)
         roundtrim_count_alloc(roundtrim_usable_size(p));
     return p;
 }
@@ -108,14 +109,15 @@ struct pending_free {
 static inline struct pending_free before_delete(void *p)
 {
     struct pending_free f = {0, roundtrim_thread_block()->free_calls};
-    if (p && counts_here)
+    if (p && counts_here && !roundtrim_in_next_alloc)
         f.bytes = roundtrim_usable_size(p);
     return f;
 }
 
 static inline void after_delete(void *p, struct pending_free f)
 {
-    if (p && counts_here && roundtrim_thread_block()->free_calls == f.calls_before)
+    if (p && counts_here && !roundtrim_in_next_alloc &&
+        roundtrim_thread_block()->free_calls == f.calls_before)
         roundtrim_count_free(f.bytes);
 }
 

@@ -19,6 +19,7 @@ struct roundtrim_next_alloc roundtrim_next = {
 };
 
 bool roundtrim_glibc_sizes;
+__thread bool roundtrim_in_next_alloc __attribute__((tls_model("initial-exec")));
 bool roundtrim_fast_glibc;
 bool roundtrim_fast_other;
 

@@ -69,12 +69,30 @@ static inline size_t roundtrim_glibc_header_usable_size(const void *p)
     return (header & ~(size_t)7) - sizeof(size_t) - (header & 2) * (sizeof(size_t) / 2);
 }
 
-/* Usable size of a block the next allocator handed out (never called with NULL). */
+/* Set while this thread is inside a call a hook makes into the next allocator for its own
+ * purposes (asking a block's size). tcmalloc's malloc_usable_size allocates with operator new on
+ * first use, and jemalloc, mimalloc and tcmalloc may allocate while they initialise: such calls
+ * come back to our hooks, which then forward without counting (counting would ask the size
+ * again, without end). initial-exec TLS: one load from the thread pointer. */
+extern __thread bool roundtrim_in_next_alloc
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The next allocator's malloc_usable_size, called under the guard. */
+static inline size_t roundtrim_next_usable_size(void *p)
+{
+    roundtrim_in_next_alloc = true;
+    size_t n = roundtrim_next.malloc_usable_size(p);
+    roundtrim_in_next_alloc = false;
+    return n;
+}
+
+/* Usable size of a block the next allocator handed out (never called with NULL, nor while
+ * roundtrim_in_next_alloc is set). */
 static inline size_t roundtrim_usable_size(void *p)
 {
     if (__builtin_expect(roundtrim_glibc_sizes, 1))
         return roundtrim_glibc_header_usable_size(p);
-    return roundtrim_next.malloc_usable_size(p);
+    return roundtrim_next_usable_size(p);
 }
 
 #endif

@@ -9,10 +9,13 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/boundary.h"
 #include "runtime/export.h"
+#include "runtime/state.h"
+#include "shim/vm_child.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int);
@@ -26,7 +29,10 @@ static struct {
     signal_fn signal, bsd_signal, sysv_signal;
 } real;
 
-static int round_sig; /* 0 until installed */
+static int round_sig; /* 0 until installed, and again once the program set SIG_DFL */
+
+/* Why rounds by signal stopped, until the next record has said so. */
+static const char *off_note;
 
 /* The application's view of the round signal: what it installed, or what was there before us.
  * Two slots, switched by one atomic store, so the handler never reads a half-written action;
@@ -86,22 +92,37 @@ static void reset_app_action(void)
     unlock_actions(&saved);
 }
 
-/* Async-signal-safe: an atomic add and a sem_post, then the application's handler. */
+/* Async-signal-safe: an atomic add and a sem_post, then the application's handler. In a child
+ * that shares our memory (a vfork child before its exec) the boundary is not ours to mark. */
 static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
-    roundtrim_boundary_from_signal();
+    if (!roundtrim_in_vm_child())
+        roundtrim_boundary_from_signal();
     struct sigaction app = *current_app_action();
     if (app.sa_flags & SA_RESETHAND)
         reset_app_action();
-    if (app.sa_flags & SA_SIGINFO) {
-        if (app.sa_sigaction)
+    /* SIG_DFL here is the action the program found and never changed: marking rounds is the
+     * signal's job now (a program that sets SIG_DFL itself gets the signal back). */
+    if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
+        if (app.sa_flags & SA_SIGINFO)
             app.sa_sigaction(sig, info, uctx);
-    } else if (app.sa_handler != SIG_DFL && app.sa_handler != SIG_IGN) {
-        /* SIG_DFL for a round signal would end the process: marking rounds is its job now. */
-        app.sa_handler(sig);
+        else
+            app.sa_handler(sig);
     }
     errno = saved_errno;
+}
+
+/* The kernel reads SIG_DFL and SIG_IGN from the handler field whatever SA_SIGINFO says (it is one
+ * field in a union). */
+static bool is_default(const struct sigaction *act)
+{
+    return act->sa_handler == SIG_DFL;
+}
+
+static bool is_ignore(const struct sigaction *act)
+{
+    return act->sa_handler == SIG_IGN;
 }
 
 /* Our handler runs with the application's mask and restart behaviour, so that a program that
@@ -110,14 +131,13 @@ static int install_ours(const struct sigaction *app)
 {
     /* An ignored signal stays ignored, in the kernel too: that is what a program exec'd from
      * here inherits, and a program that ignores the round signal does not want it acted on. */
-    if (!(app->sa_flags & SA_SIGINFO) && app->sa_handler == SIG_IGN)
+    if (is_ignore(app))
         return real.sigaction(round_sig, app, NULL);
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = round_signal_handler;
     ours.sa_mask = app->sa_mask;
-    bool app_has_handler =
-        (app->sa_flags & SA_SIGINFO) || (app->sa_handler != SIG_DFL && app->sa_handler != SIG_IGN);
+    bool app_has_handler = !is_default(app);
     int keep =
         app_has_handler ? (app->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER)) : SA_RESTART;
     ours.sa_flags = SA_SIGINFO | keep;
@@ -139,6 +159,28 @@ void roundtrim_signal_source_install(int sig)
     unlock_actions(&saved);
 }
 
+/* The program asked for the default action itself: it gets it, and the signal marks no round
+ * from now on in this process (rounds by call, hook, timer and pressure go on). Called with the
+ * actions locked. */
+static int give_signal_back(const struct sigaction *act)
+{
+    int rc = real.sigaction(round_sig, act, NULL);
+    if (rc == 0) {
+        __atomic_store_n(&round_sig, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&off_note, "program_set_default", __ATOMIC_RELEASE);
+    }
+    return rc;
+}
+
+/* Whether the round signal is ours in this call: set, this signal, and not a child that shares
+ * our memory (its dispositions are its own in the kernel; what it sets must not become the
+ * parent's view). */
+static bool round_signal_call(int sig)
+{
+    int ours = __atomic_load_n(&round_sig, __ATOMIC_ACQUIRE);
+    return ours != 0 && sig == ours && !roundtrim_in_vm_child();
+}
+
 ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     roundtrim_signal_hooks_resolve();
@@ -146,19 +188,50 @@ ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
         errno = ENOSYS;
         return -1;
     }
-    if (sig != round_sig || round_sig == 0)
+    if (!round_signal_call(sig))
         return real.sigaction(sig, act, old);
     sigset_t saved;
     lock_actions(&saved);
+    if (__atomic_load_n(&round_sig, __ATOMIC_ACQUIRE) != sig) { /* given back meanwhile */
+        unlock_actions(&saved);
+        return real.sigaction(sig, act, old);
+    }
     struct sigaction previous = *current_app_action();
-    if (act) {
+    int rc = 0;
+    if (act && is_default(act)) {
+        rc = give_signal_back(act);
+    } else if (act) {
+        static bool ignore_said;
+        if (is_ignore(act) && !ignore_said) {
+            ignore_said = true;
+            __atomic_store_n(&off_note, "program_set_ignore", __ATOMIC_RELEASE);
+        }
         set_app_action(act);
         install_ours(act);
     }
     unlock_actions(&saved);
-    if (old)
+    if (rc == 0 && old)
         *old = previous;
-    return 0;
+    return rc;
+}
+
+void roundtrim_signal_rounds_off_warn(const char *why)
+{
+    const char *name = sigabbrev_np(roundtrim_config()->round_signal);
+    char line[200];
+    snprintf(
+        line, sizeof line,
+        strcmp(why, "program_set_ignore") == 0
+            ? "the program set SIG%s to be ignored: rounds by that signal are off while it stays so"
+            : "the program set SIG%s to its default action: rounds by that signal are off "
+              "in this process",
+        name ? name : "?");
+    roundtrim_warn(line);
+}
+
+const char *roundtrim_signal_rounds_off_take(void)
+{
+    return __atomic_exchange_n(&off_note, NULL, __ATOMIC_ACQ_REL);
 }
 
 /* signal() with glibc's BSD semantics: restart, and the signal blocked in its own handler. */
@@ -189,7 +262,7 @@ static handler_fn forward_simple(signal_fn fn, int sig, handler_fn handler)
 ROUNDTRIM_EXPORT handler_fn signal(int sig, handler_fn handler)
 {
     roundtrim_signal_hooks_resolve();
-    if (sig != round_sig || round_sig == 0)
+    if (!round_signal_call(sig))
         return forward_simple(real.signal, sig, handler);
     return install_simple(sig, handler, SA_RESTART);
 }
@@ -197,7 +270,7 @@ ROUNDTRIM_EXPORT handler_fn signal(int sig, handler_fn handler)
 ROUNDTRIM_EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
 {
     roundtrim_signal_hooks_resolve();
-    if (sig != round_sig || round_sig == 0)
+    if (!round_signal_call(sig))
         return forward_simple(real.bsd_signal, sig, handler);
     return install_simple(sig, handler, SA_RESTART);
 }
@@ -205,7 +278,7 @@ ROUNDTRIM_EXPORT handler_fn bsd_signal(int sig, handler_fn handler)
 ROUNDTRIM_EXPORT handler_fn sysv_signal(int sig, handler_fn handler)
 {
     roundtrim_signal_hooks_resolve();
-    if (sig != round_sig || round_sig == 0)
+    if (!round_signal_call(sig))
         return forward_simple(real.sysv_signal, sig, handler);
     return install_simple(sig, handler, SA_RESETHAND | SA_NODEFER);
 }

@@ -133,6 +133,20 @@ START_TEST(unknown_heap_is_null_and_no_cleanup_is_empty)
 }
 END_TEST
 
+START_TEST(unseen_counts_are_null_with_the_reason)
+{
+    struct roundtrim_round_record r = sample();
+    r.counts_skipped = "allocator_before_roundtrim";
+    r.signal_rounds_off = "program_set_default";
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"malloc_calls\":null,\"free_calls\":null,"
+                                      "\"malloc_bytes\":null,\"free_bytes\":null,"
+                                      "\"counts_skipped\":\"allocator_before_roundtrim\","));
+    ck_assert_ptr_nonnull(strstr(buf, "\"signal_rounds_off\":\"program_set_default\""));
+}
+END_TEST
+
 START_TEST(too_small_a_buffer_gives_nothing_rather_than_half_a_record)
 {
     struct roundtrim_round_record r = sample();
@@ -208,7 +222,14 @@ START_TEST(prometheus_text_has_help_type_and_labels)
                                       "process=\"py\\\"thon\"} 0.000012\n"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_released_bytes_total{"));
     ck_assert_ptr_null(strstr(buf, "cuda"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_malloc_calls_total{"));
     ck_assert_uint_eq(roundtrim_prom_format(&in, buf, 100), 0);
+    /* counts that were not seen are left out rather than given as zeros */
+    r.counts_skipped = "allocator_before_roundtrim";
+    ck_assert_uint_gt(roundtrim_prom_format(&in, buf, sizeof buf), 0);
+    ck_assert_ptr_null(strstr(buf, "roundtrim_malloc_calls_total"));
+    ck_assert_ptr_null(strstr(buf, "roundtrim_free_bytes_total"));
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_rss_bytes{"));
 }
 END_TEST
 
@@ -221,6 +242,7 @@ int main(void)
     tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
     tcase_add_test(tc, hook_and_skips_of_what_the_program_did);
     tcase_add_test(tc, unknown_heap_is_null_and_no_cleanup_is_empty);
+    tcase_add_test(tc, unseen_counts_are_null_with_the_reason);
     tcase_add_test(tc, too_small_a_buffer_gives_nothing_rather_than_half_a_record);
     tcase_add_test(tc, strings_are_escaped);
     tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
