@@ -20,6 +20,20 @@ enum roundtrim_fw_role {
      * framework's client rows leave the rounds to the server's aggregation (a single-process
      * simulation is one round per aggregation). */
     RT_FW_SERVER_SETUP,
+    /* Notes a message of the kind that makes a round (its `when` test): the next return of an
+     * `after_mark` row of the same framework ends the round. No round by itself. */
+    RT_FW_MARK,
+};
+
+/* A test on one argument of a hooked call, read before the call: the text reached by following
+ * `path` is `word` or starts with `word` and a dot ("train", "train.custom"). Each name of the
+ * path is looked up in the object's own __dict__, so that no code of the program runs (a
+ * property's getter could take a signal handler's exception, which would then be lost). */
+struct roundtrim_fw_test {
+    unsigned arg;        /* the argument's position, self counted for a method */
+    const char *keyword; /* or its name, when passed by keyword */
+    const char *path;    /* dotted names, e.g. "_metadata._message_type" */
+    const char *word;
 };
 
 struct roundtrim_fw_hook {
@@ -31,6 +45,10 @@ struct roundtrim_fw_hook {
     /* A client row that does not count in a process that has set up the server side of the same
      * framework (a server-setup row was called). */
     bool yields_to_server;
+    /* Only calls that pass this test count (a mark row: only they mark); NULL: every call. */
+    const struct roundtrim_fw_test *when;
+    /* Ends a round only when a mark row of the same framework was called since its last round. */
+    bool after_mark;
 };
 
 extern const struct roundtrim_fw_hook roundtrim_fw_hooks[];
@@ -44,6 +62,9 @@ int roundtrim_version_compare(const char *a, const char *b);
 
 /* Whether a row applies to a framework version; an unknown version (NULL) matches every row. */
 bool roundtrim_fw_hook_applies(const struct roundtrim_fw_hook *h, const char *version);
+
+/* Whether a text read by a test is its word, or the word and a dot and more. */
+bool roundtrim_fw_word_matches(const char *text, const char *word);
 
 /* The row for "module:qualname", or NULL. */
 const struct roundtrim_fw_hook *roundtrim_fw_hook_find(const char *module, const char *qualname);

@@ -115,6 +115,7 @@ struct roundtrim_py_api {
     /* Optional (NULL when missing): framework versions and gc statistics. */
     const char *(*Unicode_AsUTF8)(py_object *s);
     py_object *(*Sequence_GetItem)(py_object *o, py_ssize i);
+    py_object *(*Object_GenericGetDict)(py_object *o, void *context); /* the instance __dict__ */
 
     /* Data symbols (addresses of static type objects and singletons). */
     py_object *None;

@@ -24,6 +24,7 @@ struct entry {
     bool in_main; /* "__main__:...": the main program's own namespace, never "finished" */
     bool fw_seen; /* the framework's top-level package was imported */
     bool called;  /* the hooked function was called at least once (under the GIL) */
+    bool marked;  /* a mark row: called, its test held, since the last round that took it */
     enum entry_state state;
     bool armed;         /* a weakref on the running module body waits for it to end */
     py_object *weakref; /* kept: dropping it from inside its own callback is not safe */
@@ -162,12 +163,13 @@ static py_object *new_ref(py_object *o)
     return o;
 }
 
-/* A per-message or server-setup row never ends a round (nor do the hooked calls inside it). A
- * client row of a framework whose server side was set up in this process (a single-process
+/* A per-message, server-setup or mark row never ends a round (nor do the hooked calls inside
+ * it). A client row of a framework whose server side was set up in this process (a single-process
  * simulation) leaves the rounds to the server's aggregation. */
 static bool counts_as_round(const struct entry *e)
 {
-    if (e->fw && (e->fw->role == RT_FW_PER_MESSAGE || e->fw->role == RT_FW_SERVER_SETUP))
+    if (e->fw && (e->fw->role == RT_FW_PER_MESSAGE || e->fw->role == RT_FW_SERVER_SETUP ||
+                  e->fw->role == RT_FW_MARK))
         return false;
     if (!e->fw || !e->fw->yields_to_server)
         return true;
@@ -180,6 +182,81 @@ static bool counts_as_round(const struct entry *e)
     return true;
 }
 
+/* A mark of the same framework since the last round that took one: taken now. Under the GIL. */
+static bool take_mark(const char *framework)
+{
+    bool found = false;
+    for (size_t i = 0; i < entry_count; i++) {
+        struct entry *o = &entries[i];
+        if (o->marked && strcmp(o->fw->framework, framework) == 0) {
+            o->marked = false;
+            found = true;
+        }
+    }
+    return found;
+}
+
+/* Whether the return of a hooked call ends a round (its test, if any, held before the call). */
+static bool ends_round(struct entry *e)
+{
+    if (!counts_as_round(e))
+        return false;
+    return !e->fw || !e->fw->after_mark || take_mark(e->fw->framework);
+}
+
+/* obj.__dict__[name] as a new reference, or NULL; a plain read, no code of the program runs. */
+static py_object *own_dict_item(py_object *obj, const char *name)
+{
+    py_object *dict = P.Object_GenericGetDict(obj, NULL);
+    if (!dict)
+        return NULL;
+    py_object *item = P.Dict_GetItemString(dict, name);
+    if (item)
+        P.IncRef(item);
+    P.DecRef(dict);
+    return item;
+}
+
+/* The argument a test reads (borrowed), by position or by keyword, or NULL. */
+static py_object *test_argument(const struct roundtrim_fw_test *t, py_object *args,
+                                py_object *kwargs)
+{
+    if (args && (py_ssize)t->arg < P.Tuple_Size(args))
+        return P.Tuple_GetItem(args, (py_ssize)t->arg);
+    return kwargs && t->keyword ? P.Dict_GetItemString(kwargs, t->keyword) : NULL;
+}
+
+/* Whether a row's test holds for this call. Never raises: whatever failed reads as false. */
+static bool test_holds(const struct roundtrim_fw_test *t, py_object *args, py_object *kwargs)
+{
+    if (!P.Object_GenericGetDict || !P.Unicode_AsUTF8 || !P.Unicode_Type)
+        return false;
+    py_object *et, *ev, *etb;
+    P.Err_Fetch(&et, &ev, &etb);
+    py_object *obj = test_argument(t, args, kwargs);
+    if (obj)
+        P.IncRef(obj);
+    char path[128];
+    snprintf(path, sizeof path, "%s", t->path);
+    for (char *name = path, *dot; obj && name; name = dot ? dot + 1 : NULL) {
+        if ((dot = strchr(name, '.')))
+            *dot = 0;
+        py_object *next = own_dict_item(obj, name);
+        P.DecRef(obj);
+        obj = next;
+    }
+    bool holds = false;
+    if (obj && P.Object_IsInstance(obj, P.Unicode_Type) == 1) {
+        const char *text = P.Unicode_AsUTF8(obj);
+        holds = text && roundtrim_fw_word_matches(text, t->word);
+    }
+    if (obj)
+        P.DecRef(obj);
+    P.Err_Clear();
+    P.Err_Restore(et, ev, etb);
+    return holds;
+}
+
 static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs)
 {
     py_object *target = fields(self)->target;
@@ -187,15 +264,20 @@ static py_object *proxy_call(py_object *self, py_object *args, py_object *kwargs
         P.Err_SetString(*P.Exc_TypeError, "roundtrim hook without a function");
         return NULL;
     }
+    size_t i = fields(self)->entry;
+    struct entry *e = i < entry_count ? &entries[i] : NULL;
+    bool passes = !e || !e->fw || !e->fw->when || test_holds(e->fw->when, args, kwargs);
+    /* Marked before the call: a thread that sees what the call stored sees the mark too. */
+    if (passes && e && e->fw && e->fw->role == RT_FW_MARK)
+        e->marked = true;
     hook_depth++;
     py_object *result = P.Object_Call(target, args, kwargs);
     hook_depth--;
     /* Plain C, no Python API: the exception of a failed call stays set and untouched. */
-    size_t i = fields(self)->entry;
-    if (i < entry_count)
-        entries[i].called = true;
-    if (hook_depth == 0 && i < entry_count && counts_as_round(&entries[i])) {
-        roundtrim_boundary_labelled(ROUNDTRIM_SRC_PYTHON, entries[i].target);
+    if (e)
+        e->called = true;
+    if (hook_depth == 0 && passes && e && ends_round(e)) {
+        roundtrim_boundary_labelled(ROUNDTRIM_SRC_PYTHON, e->target);
     }
     return result;
 }

@@ -148,6 +148,11 @@ static void put_framework_hooks(FILE *out, const char *indent)
             fprintf(out, ", %s from %s", h->framework, h->min_version);
         if (h->below)
             fprintf(out, ", %s before %s", h->framework, h->below);
+        if (h->when)
+            fprintf(out, ", when argument %u's %s is \"%s\" or \"%s.*\"", h->when->arg,
+                    h->when->path, h->when->word, h->when->word);
+        if (h->after_mark)
+            fputs(", after a mark", out);
         fputs(")\n", out);
     }
 }

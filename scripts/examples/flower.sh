@@ -1,8 +1,8 @@
 #!/bin/sh
 # Starts a Flower deployment-engine process with roundtrim preloaded: the SuperLink (and so the
 # ServerApp it starts for each run) as a server, a SuperNode as a client. The round hooks find
-# themselves: the ServerApp ends a round at each aggregation, the SuperNode at each reply it
-# pushes; the per-message flwr-clientapp processes get none.
+# themselves: the ServerApp ends a round at each aggregation, the SuperNode at each train reply
+# it pushes (one per FL round); the per-message flwr-clientapp processes get none.
 #
 #   flower.sh flower-superlink --insecure
 #   flower.sh flower-supernode --insecure --superlink 127.0.0.1:9092 \

@@ -19,6 +19,7 @@ NEW_EXECUTOR = ("nvflare.app_common.executors.client_api.external_process_backen
 OLD_EXECUTOR = ("nvflare.app_common.executors.client_api_launcher_executor:"
                 "ClientAPILauncherExecutor.execute")
 PUSH = "flwr.supernode.start_client_internal:_push_messages"
+STORE = "flwr.supernode.nodestate.in_memory_nodestate:InMemoryNodeState.store_message"
 FEDAVG = "flwr.serverapp.strategy.fedavg:FedAvg.aggregate_train"
 AGENT = "appfl.agent.client:ClientAgent.train"
 AGGREGATE = "appfl.algorithm.aggregator.fedavg_aggregator:FedAvgAggregator.aggregate"
@@ -207,11 +208,14 @@ def test_none_turns_the_hooks_off(run_shim):
 
 
 @pytest.mark.parametrize("app,strategy", [("flower_apps:app", "FedAvg"),
-                                          ("flower_apps:legacy_app", "FedAdam")])
+                                          ("flower_apps:legacy_app", "FedAdam"),
+                                          ("flower_apps:app", "CustomActionFedAvg")])
 def test_flower_deployment_rounds_in_the_long_lived_processes(run_shim, app, strategy):
-    """Deployment engine: the ServerApp gets one round per aggregation (FedAdam's aggregation
-    calls FedAvg's: still one); each SuperNode one per reply it pushes (train and evaluate);
-    the flwr-clientapp processes, one per message, none, also with a legacy client inside."""
+    """Deployment engine, train and evaluate in each FL round: the ServerApp gets one round per
+    aggregation (FedAdam's aggregation calls FedAvg's: still one); each SuperNode one per FL
+    round, when it has pushed the reply to the train message ("train.custom" too; the evaluate
+    reply ends none); the flwr-clientapp processes, one per message, none, also with a legacy
+    client inside."""
     res = run_tree(run_shim, ["flower_run.py", "deployment", app, "3", strategy])
     out = json.loads(res.stdout)
     assert out["arrays"] == [3.0, 3.0] and out["exit"] == [0, 0]
@@ -220,7 +224,79 @@ def test_flower_deployment_rounds_in_the_long_lived_processes(run_shim, app, str
     server = procs[procs[out["nodes"][0]]["start"]["ppid"]]
     assert hooks_of(server) == [FEDAVG] * 3
     for pid in out["nodes"]:
-        assert hooks_of(procs[pid]) == [PUSH] * 6
+        assert hooks_of(procs[pid]) == [PUSH] * 3
+        assert {STORE, PUSH} <= set(procs[pid]["exit"]["hooks_attached"])
+
+
+def test_flower_federated_evaluation_alone_makes_no_node_rounds(run_shim):
+    """A strategy that only evaluates (fraction_train=0): the SuperNodes push an evaluate reply
+    in every FL round and end no round; the ServerApp's loop still calls aggregate_train (with
+    no replies) once per FL round. A process without rounds writes no records."""
+    res = run_tree(run_shim, ["flower_run.py", "deployment", "flower_apps:app", "3", "FedAvg",
+                              "0"])
+    out = json.loads(res.stdout)
+    assert out["arrays"] == [0.0, 0.0] and out["exit"] == [0, 0]
+    procs = by_pid(res)
+    server = the_process_with(procs, FEDAVG)
+    assert hooks_of(server) == [FEDAVG] * 3
+    assert set(procs) == {server["start"]["pid"]}
+
+
+MARK_PROGRAM = """
+import json, os, threading
+from flwr.app.metadata import Metadata
+from flwr.common import Message
+from flwr.supernode.nodestate.in_memory_nodestate import InMemoryNodeState
+from flwr.supernode.start_client_internal import _push_messages
+from fw_sync import wait_rounds
+
+state, seen, ran = InMemoryNodeState(), [], []
+
+class Tricky:  # a message whose private names are properties of the class: program code
+    metadata = Metadata("t1", "", "1", "train")
+    @property
+    def _metadata(self):
+        ran.append("_metadata")
+        raise RuntimeError("not for roundtrim")
+
+odd = Message({}, "train", "1")
+odd.metadata.__dict__["_message_type"] = b"train"
+for arg in (None, Tricky(), odd, Message({}, "evaluate", "1"), Message({}, "query", "1")):
+    try:
+        seen.append(state.store_message(arg) is not None)
+    except Exception as e:
+        seen.append(repr(e))
+def push():
+    state.store_message(Message({}, reply_to=Message({}, "evaluate", "1")))
+    _push_messages(state=state, send=lambda m: seen.append(m.metadata.message_type))
+push()  # only evaluate and query so far, and what is not a message: no round
+train = Message({}, "train", "2")
+t = threading.Thread(target=lambda: state.store_message(message=train))  # another thread
+t.start(); t.join()
+push()
+push()  # the mark was taken by the round before
+if "ROUNDTRIM_LOG" in os.environ:
+    wait_rounds(1, timeout=5)
+print(json.dumps({"seen": seen, "ran": ran}))
+"""
+
+
+def test_flower_mark_reads_plain_data_and_changes_nothing(run_shim):
+    """The SuperNode's mark reads the message type from the objects' own __dict__: no property
+    of the program runs, an argument that is not a message (or a type that is not text) marks
+    nothing and raises nothing of roundtrim's, and the call's own results and exceptions are
+    those of the program without roundtrim."""
+    res = run_tree(run_shim, ["-c", MARK_PROGRAM])
+    plain = run_shim([PYTHON, "-c", MARK_PROGRAM], env={"PYTHONPATH": str(TREE)}, cwd=TREE,
+                     preload=False)
+    assert plain.returncode == 0, plain.stderr
+    assert res.stdout == plain.stdout and res.stderr == ""
+    out = json.loads(res.stdout)
+    assert out["ran"] == []
+    assert out["seen"][0].startswith("AttributeError(") and out["seen"][1:] == [True] * 4 + [
+        "evaluate", "evaluate", "evaluate"]
+    (proc,) = by_pid(res).values()
+    assert hooks_of(proc) == [PUSH]
 
 
 def test_flower_legacy_clients_and_server_one_round_per_fit(run_shim):

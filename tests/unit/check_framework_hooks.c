@@ -45,8 +45,6 @@ START_TEST(every_framework_has_its_round_functions)
     ck_assert_str_eq(send->framework, "nvflare");
     ck_assert_int_eq(send->role, RT_FW_CLIENT);
     ck_assert_ptr_nonnull(
-        roundtrim_fw_hook_find("flwr.supernode.start_client_internal", "_push_messages"));
-    ck_assert_ptr_nonnull(
         roundtrim_fw_hook_find("flwr.serverapp.strategy.fedavg", "FedAvg.aggregate_train"));
     const struct roundtrim_fw_hook *agent =
         roundtrim_fw_hook_find("appfl.agent.client", "ClientAgent.train");
@@ -71,6 +69,37 @@ START_TEST(every_framework_has_its_round_functions)
 }
 END_TEST
 
+/* The SuperNode: a "train" message stored marks the round, the push of the replies after it ends
+ * it; evaluate and query messages mark nothing. */
+START_TEST(flower_supernode_rounds_follow_train_messages)
+{
+    const struct roundtrim_fw_hook *store = roundtrim_fw_hook_find(
+        "flwr.supernode.nodestate.in_memory_nodestate", "InMemoryNodeState.store_message");
+    const struct roundtrim_fw_hook *push =
+        roundtrim_fw_hook_find("flwr.supernode.start_client_internal", "_push_messages");
+    ck_assert_ptr_nonnull(store);
+    ck_assert_ptr_nonnull(push);
+    ck_assert_int_eq(store->role, RT_FW_MARK);
+    ck_assert_str_eq(roundtrim_fw_role_name(store->role), "mark");
+    ck_assert_ptr_nonnull(store->when);
+    ck_assert_uint_eq(store->when->arg, 1); /* after self */
+    ck_assert_str_eq(store->when->keyword, "message");
+    ck_assert_str_eq(store->when->path, "_metadata._message_type");
+    ck_assert(!store->after_mark);
+    ck_assert_int_eq(push->role, RT_FW_NODE);
+    ck_assert(push->after_mark);
+    ck_assert_ptr_null(push->when);
+    const char *word = store->when->word;
+    ck_assert(roundtrim_fw_word_matches("train", word));
+    ck_assert(roundtrim_fw_word_matches("train.custom", word));
+    ck_assert(!roundtrim_fw_word_matches("evaluate", word));
+    ck_assert(!roundtrim_fw_word_matches("query", word));
+    ck_assert(!roundtrim_fw_word_matches("trainer", word));
+    ck_assert(!roundtrim_fw_word_matches("trai", word));
+    ck_assert(!roundtrim_fw_word_matches("", word));
+}
+END_TEST
+
 START_TEST(rows_are_well_formed)
 {
     for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
@@ -85,6 +114,15 @@ START_TEST(rows_are_well_formed)
             ck_assert_str_ne(roundtrim_fw_hooks[k].target, h->target);
         if (h->min_version && h->below)
             ck_assert_int_lt(roundtrim_version_compare(h->min_version, h->below), 0);
+        /* A mark without a test would mark every call; a row after a mark needs one. */
+        ck_assert(h->role != RT_FW_MARK || h->when);
+        if (h->when)
+            ck_assert(h->when->path[0] && h->when->word[0] && !strchr(h->when->word, '.'));
+        bool marked = false;
+        for (size_t k = 0; k < roundtrim_fw_hook_count && h->after_mark; k++)
+            marked |= roundtrim_fw_hooks[k].role == RT_FW_MARK &&
+                      strcmp(roundtrim_fw_hooks[k].framework, h->framework) == 0;
+        ck_assert(!h->after_mark || marked);
     }
 }
 END_TEST
@@ -96,6 +134,7 @@ int main(void)
     tcase_add_test(tc, versions_compare_part_by_part);
     tcase_add_test(tc, nvflare_executor_row_follows_the_version);
     tcase_add_test(tc, every_framework_has_its_round_functions);
+    tcase_add_test(tc, flower_supernode_rounds_follow_train_messages);
     tcase_add_test(tc, rows_are_well_formed);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -1,8 +1,9 @@
 """Plays a Flower federation of two nodes for N rounds (train, then evaluate, in each).
 
-    flower_run.py deployment APP ROUNDS [STRATEGY]
+    flower_run.py deployment APP ROUNDS [STRATEGY [FRACTION_TRAIN]]
         this process is the ServerApp (the SuperLink's relay is played here too); two
-        flower-supernode processes, each launching one flwr-clientapp process per message
+        flower-supernode processes, each launching one flwr-clientapp process per message;
+        FRACTION_TRAIN 0 makes it a federated evaluation (evaluate messages only)
     flower_run.py legacy ROUNDS
         two long-lived start_client() processes with a NumPyClient
 """
@@ -27,10 +28,11 @@ class Grid:
     def send_and_receive(self, messages):
         from flwr.common import Message
 
-        for node, msg in zip(self.nodes, messages):
+        sent = list(zip(self.nodes, messages))
+        for node, msg in sent:
             node.stdin.write(json.dumps(msg.to_dict()) + "\n")
             node.stdin.flush()
-        return [Message.from_dict(json.loads(n.stdout.readline())) for n in self.nodes]
+        return [Message.from_dict(json.loads(n.stdout.readline())) for n, _ in sent]
 
     def close(self):
         for n in self.nodes:
@@ -39,7 +41,7 @@ class Grid:
         return [n.wait(timeout=60) for n in self.nodes]
 
 
-def deployment(app, rounds, strategy_name):
+def deployment(app, rounds, strategy_name, fraction_train):
     import flwr.serverapp.strategy as strategies
 
     # The console scripts flower-supernode and flwr-clientapp call these functions.
@@ -47,11 +49,15 @@ def deployment(app, rounds, strategy_name):
                  "--app", app])
 
     def after_round(r):
-        for node in grid.nodes:  # one pushed reply per message: train and evaluate
-            wait_rounds(2 * r, timeout=5, pid=node.pid)
+        for node in grid.nodes:  # one round per train reply pushed
+            wait_rounds(r if fraction_train else 0, timeout=5, pid=node.pid)
         wait_rounds(r, timeout=5)
 
-    arrays = getattr(strategies, strategy_name)().start(grid, [0.0, 0.0], rounds, after_round)
+    import flower_apps
+
+    strategy_class = getattr(strategies, strategy_name, None) or getattr(flower_apps, strategy_name)
+    strategy = strategy_class(fraction_train=fraction_train)
+    arrays = strategy.start(grid, [0.0, 0.0], rounds, after_round)
     print(json.dumps({"arrays": arrays, "exit": grid.close(),
                       "nodes": [n.pid for n in grid.nodes]}))
 
@@ -86,6 +92,7 @@ def legacy(rounds):
 
 if __name__ == "__main__":
     if sys.argv[1] == "deployment":
-        deployment(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "FedAvg")
+        deployment(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "FedAvg",
+                   float(sys.argv[5]) if len(sys.argv) > 5 else 1.0)
     else:
         legacy(int(sys.argv[2]))

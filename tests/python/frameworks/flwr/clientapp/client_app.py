@@ -8,9 +8,12 @@ class ClientApp:
         self._client_fn = client_fn
         self._handlers = {}
 
-    def train(self):
+    def train(self, action="default"):
+        # "train" for the default action, "train.<action>" for another.
+        kind = "train" if action == "default" else f"train.{action}"
+
         def register(fn):
-            self._handlers["train"] = fn
+            self._handlers[kind] = fn
             return fn
 
         return register

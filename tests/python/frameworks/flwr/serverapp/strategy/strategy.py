@@ -12,7 +12,9 @@ class Strategy:
         arrays = initial_arrays
         for current_round in range(1, num_rounds + 1):
             replies = grid.send_and_receive(self.configure_train(current_round, arrays, grid))
-            arrays, _ = self.aggregate_train(current_round, replies)
+            agg_arrays, _ = self.aggregate_train(current_round, replies)
+            if agg_arrays is not None:
+                arrays = agg_arrays
             replies = grid.send_and_receive(self.configure_evaluate(current_round, arrays, grid))
             self.aggregate_evaluate(current_round, replies)
             if after_round:

@@ -1,0 +1,1 @@
+from .metadata import Metadata as Metadata

@@ -1,0 +1,1 @@
+from .clientappio_servicer import ClientAppIoServicer as ClientAppIoServicer
