@@ -45,12 +45,19 @@ static const char *read_job(struct roundtrim_py_result *out)
     return NULL;
 }
 
-bool roundtrim_python_program_collected(void)
+bool roundtrim_python_program_collected(const char **unreachable)
 {
     struct roundtrim_py_result res;
-    /* A short wait: when the GIL is that busy, the gc step that follows says why it skipped. */
-    latest = roundtrim_py_with_gil(read_job, &res, 2000, 2000) ? (long)res.count : -1;
-    return latest >= 0 && latest > seen;
+    *unreachable = NULL;
+    if (roundtrim_py_with_gil(read_job, &res, 2000, 2000)) {
+        latest = (long)res.count;
+        return latest > seen;
+    }
+    latest = -1;
+    const char *why = roundtrim_python_skip_reason();
+    if (!why || strcmp(why, "no_gc_module") != 0)
+        *unreachable = why ? why : "failed";
+    return false;
 }
 
 void roundtrim_python_gc_baseline(void)

@@ -8,9 +8,11 @@
 #include <stdbool.h>
 
 /* True when a full collection ran since the last call of roundtrim_python_gc_mark(). Takes the
- * GIL on roundtrim's helper thread (worker only). False when it cannot tell (the program never
- * imported gc: then it never called gc.collect() either). */
-bool roundtrim_python_program_collected(void);
+ * GIL on roundtrim's helper thread (worker only). False when it cannot tell: the program never
+ * imported gc (then it never called gc.collect() either), or the interpreter could not be reached,
+ * and then *unreachable says why (gil_timeout, busy, exiting, ...): the gc step would meet the
+ * same obstacle, and skips for that reason instead of waiting again. */
+bool roundtrim_python_program_collected(const char **unreachable);
 
 /* Takes the starting point, once, with the GIL held (when the first round hook attaches): full
  * collections while the program was still importing its modules are not news to round 1. */

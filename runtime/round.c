@@ -93,8 +93,11 @@ static void cleanup(struct roundtrim_round_record *r)
     uint64_t t0 = roundtrim_now_us();
     if (gc_due()) {
         /* What the program already did since the last cleanup is not done twice. */
-        if (roundtrim_python_program_collected()) {
+        const char *unreachable;
+        if (roundtrim_python_program_collected(&unreachable)) {
             r->gc_skipped = "program_gc";
+        } else if (unreachable) {
+            r->gc_skipped = unreachable;
         } else if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;

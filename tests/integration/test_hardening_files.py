@@ -57,6 +57,20 @@ def lines_are_records(path):
     return [json.loads(line) for line in text.splitlines()]
 
 
+METRIC_LINE = re.compile(rb'^(# (HELP|TYPE) \w+ .+|\w+(\{[^\n]*\})? [0-9.e+-]+)$')
+
+
+def file_is_log_or_metrics(path):
+    """A file roundtrim wrote is either a log, every line a record, or a Prometheus textfile
+    (when the random values made ROUNDTRIM_PROM_FILE name it), every line a sample or a comment."""
+    data = Path(path).read_bytes()
+    if data.startswith(b"# HELP "):
+        bad = [l for l in data.splitlines() if not METRIC_LINE.match(l)]
+        assert not bad, (path, bad[:3])
+    else:
+        lines_are_records(path)
+
+
 # ---- secure-exec ---------------------------------------------------------------------------------
 
 
@@ -461,7 +475,7 @@ def test_random_hostile_environments_change_nothing_but_roundtrim_output(run_shi
         assert all(l.startswith(b"roundtrim: ") for l in res.stderr.splitlines()), env
         for path in [log] + list(tmp_path.glob("out-*")):
             if path.exists() and path.is_file():
-                lines_are_records(path)
+                file_is_log_or_metrics(path)
     assert victim.read_text() == "precious\n"
     assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo").st_mode)
     assert os.path.islink(tmp_path / "link")
