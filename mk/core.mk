@@ -19,3 +19,10 @@ CHECK_DEPS += $(BUILD)/tests/own_allocator
 $(BUILD)/tests/own_allocator: tests/programs/own_allocator.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin $< -o $@
+
+# The layers: policy/ is pure; runtime/ never reaches up into shim/, which uses both.
+.PHONY: layers
+layers:
+	@! grep -n '#include "\(shim\|runtime\)/' policy/*.[ch] || { echo "policy/ includes another layer" >&2; exit 1; }
+	@! grep -n '#include "shim/' runtime/*.[ch] || { echo "runtime/ includes shim/" >&2; exit 1; }
+check: layers

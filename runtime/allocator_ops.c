@@ -9,7 +9,7 @@
 #include "policy/round_record.h"
 #include "runtime/clock.h"
 #include "runtime/state.h"
-#include "shim/next_alloc.h"
+#include "runtime/next_alloc.h"
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 typedef struct mallinfo2 (*mallinfo2_fn)(void);
@@ -185,4 +185,16 @@ void roundtrim_allocator_tune(const struct roundtrim_config *cfg)
     /* Setting the threshold also stops glibc from raising it after each large free. */
     if (cfg->mmap_threshold > 0 && cfg->setting[RT_OPT_MMAP_THRESHOLD].source != RT_FROM_GLIBC)
         glibc_mallopt(M_MMAP_THRESHOLD, (int)cfg->mmap_threshold);
+}
+
+static uint64_t program_trims;
+
+void roundtrim_program_trim_note(void)
+{
+    __atomic_add_fetch(&program_trims, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t roundtrim_program_trim_count(void)
+{
+    return __atomic_load_n(&program_trims, __ATOMIC_RELAXED);
 }

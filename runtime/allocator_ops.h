@@ -27,6 +27,11 @@ bool roundtrim_allocator_heap_live(uint64_t *bytes);
  * action bit that ran (RT_ACT_TRIM, RT_ACT_PURGE) or 0, and its duration. */
 unsigned roundtrim_allocator_release(uint64_t *us);
 
+/* The program called malloc_trim itself (the interposed symbol, or a dlsym of it); the count since
+ * start, roundtrim's own release included. */
+void roundtrim_program_trim_note(void);
+uint64_t roundtrim_program_trim_count(void);
+
 /* Arena cap and mmap threshold (glibc only, called before the program starts its threads). */
 void roundtrim_allocator_tune(const struct roundtrim_config *cfg);
 

@@ -7,7 +7,7 @@
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
-#include "shim/next_alloc.h"
+#include "runtime/next_alloc.h"
 
 static const char *const source_names[ROUNDTRIM_SRC_COUNT] = {
     [ROUNDTRIM_SRC_SIGNAL] = "signal",     [ROUNDTRIM_SRC_CALL] = "call",

@@ -24,8 +24,8 @@
 #include "runtime/cuda_account.h"
 #include "runtime/cuda_track.h"
 #include "runtime/state.h"
-#include "shim/cuda_driver.h"
-#include "shim/cuda_types.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/cuda_types.h"
 
 #define MAP_MIN_SLOTS 1024u
 #define MAX_POOLS     256 /* created pools tracked; more are simply not trimmed */

@@ -18,11 +18,10 @@
 #include "runtime/python_hook.h"
 #include "runtime/python_program_gc.h"
 #include "runtime/rss_peak.h"
+#include "runtime/signal_rounds.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
-#include "shim/signal_hooks.h"
-#include "shim/trim_hook.h"
 
 /* Serialises rounds with the exit summary; the worker is the only other user. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -15,11 +15,9 @@
 #include "runtime/python_bridge.h"
 #include "runtime/round.h"
 #include "runtime/safe_file.h"
-#include "shim/signal_hooks.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
-#include "shim/next_alloc.h"
-#include "shim/vm_child.h"
+#include "runtime/vm_child.h"
 
 static struct roundtrim_config config;
 static double start_ts;
@@ -138,23 +136,21 @@ static void roundtrim_stop(void)
     roundtrim_round_at_exit();
 }
 
-__attribute__((constructor)) static void roundtrim_start(void)
+bool roundtrim_state_start(void)
 {
     start_ts = roundtrim_wall_seconds();
-    roundtrim_next_alloc_resolve();
-    roundtrim_signal_hooks_resolve();
     /* Setuid, setgid and file-capability programs: the caller's environment must have no effect
      * on them, so nothing is read from it, nothing counted, started, opened or registered. */
     if (getauxval(AT_SECURE)) {
         roundtrim_counters_disable();
-        return;
+        return false;
     }
     roundtrim_config_load(&config, env_lookup, NULL);
     copy_strings();
     print_warnings();
     if (config.disabled) {
         roundtrim_counters_disable();
-        return;
+        return false;
     }
     roundtrim_allocator_detect();
     roundtrim_allocator_tune(&config);
@@ -162,8 +158,11 @@ __attribute__((constructor)) static void roundtrim_start(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     active = true;
     atexit(roundtrim_stop);
-    if (config.round_signal)
-        roundtrim_signal_source_install(config.round_signal);
+    return true;
+}
+
+void roundtrim_state_start_sources(void)
+{
     roundtrim_python_init(config.py_hook);
     if (roundtrim_config_starts_worker_early(&config))
         roundtrim_worker_ensure();

@@ -15,6 +15,14 @@ double roundtrim_start_time(void);
 /* False before the constructor ran, and when ROUNDTRIM_DISABLE is set. */
 bool roundtrim_active(void);
 
+/* The library's start, run by the constructor in shim/init.c once the next allocator is known:
+ * reads the settings (none in a secure-exec process) and registers the fork and exit handlers.
+ * False when roundtrim stays pure forwarding (secure-exec, ROUNDTRIM_DISABLE). */
+bool roundtrim_state_start(void);
+
+/* Then, after the round signal's handler is in: the Python hooks and an early worker. */
+void roundtrim_state_start_sources(void);
+
 /* One line on stderr, "roundtrim: <text>\n", written with a single write(2). */
 void roundtrim_warn(const char *text);
 

@@ -13,8 +13,8 @@
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/thread_spawn.h"
-#include "shim/next_alloc.h"
-#include "shim/vm_child.h"
+#include "runtime/next_alloc.h"
+#include "runtime/vm_child.h"
 
 int roundtrim_worker_start_wanted;
 

@@ -9,7 +9,7 @@
 #include "runtime/export.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
-#include "shim/next_alloc.h"
+#include "runtime/next_alloc.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)

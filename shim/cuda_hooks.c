@@ -42,8 +42,10 @@
 
 #include "runtime/cuda_account.h"
 #include "runtime/export.h"
-#include "shim/cuda_driver.h"
-#include "shim/cuda_types.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/real_dlsym.h"
+#include "shim/cuda_hooks.h"
+#include "runtime/cuda_types.h"
 
 /* The wrappers' prototypes: exactly the driver's (checked against cuda.h, see cuda_types.h). */
 #define RT_API ROUNDTRIM_EXPORT CUresult
@@ -149,40 +151,7 @@ static void *const entry_wrapper[ENTRY_COUNT] = {
 static _Atomic(void *) entry_real[ENTRY_COUNT];
 static _Atomic(void *) entry_next[ENTRY_COUNT];
 
-/* Handle of the loaded driver library (dlopen with RTLD_NOLOAD, so never a load of our own). */
-static _Atomic(void *) driver_handle;
-
-/* ---- finding the driver ---- */
-
-static void *driver_handle_get(void)
-{
-    void *h = atomic_load_explicit(&driver_handle, memory_order_acquire);
-    if (h)
-        return h;
-    h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) {
-        /* The process may have loaded the driver under another name: find it from a pointer. */
-        for (int i = 0; i < ENTRY_COUNT && !h; i++) {
-            Dl_info info;
-            void *p = atomic_load_explicit(&entry_next[i], memory_order_acquire);
-            if (p && dladdr(p, &info) && info.dli_fname)
-                h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-        }
-    }
-    if (!h)
-        return NULL;
-    void *expected = NULL;
-    if (!atomic_compare_exchange_strong(&driver_handle, &expected, h))
-        dlclose(h); /* another thread won: drop our extra reference */
-    return atomic_load_explicit(&driver_handle, memory_order_acquire);
-}
-
-void *roundtrim_cuda_driver_sym(const char *name)
-{
-    void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    void *h = driver_handle_get();
-    return rdlsym && h ? rdlsym(h, name) : NULL;
-}
+/* ---- finding the driver: runtime/cuda_driver.c ---- */
 
 static bool is_wrapper(const void *p)
 {
@@ -209,13 +178,14 @@ static void *resolve_real(enum entry_id id)
      * program linked it, or another interposer loaded after us. */
     void *p = rdlsym(RTLD_NEXT, entry_name[id]);
     if (!p || p == entry_wrapper[id]) {
-        void *h = driver_handle_get();
+        void *h = roundtrim_cuda_driver_handle();
         p = h ? rdlsym(h, entry_name[id]) : NULL;
     }
     if (!p || is_wrapper(p))
         return NULL;
     void *expected = NULL;
     atomic_compare_exchange_strong(&entry_next[id], &expected, p);
+    roundtrim_cuda_driver_hint(p);
     return atomic_load_explicit(&entry_next[id], memory_order_acquire);
 }
 
@@ -815,7 +785,7 @@ static pthread_once_t entry_export_once = PTHREAD_ONCE_INIT;
 static void entry_export_build(void)
 {
     void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    void *h = driver_handle_get();
+    void *h = roundtrim_cuda_driver_handle();
     if (!rdlsym || !h)
         return;
     for (int i = 0; i < ENTRY_COUNT; i++) {
@@ -946,7 +916,7 @@ void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name, const void
     if (id < 0)
         return NULL;
     void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    void *driver = driver_handle_get();
+    void *driver = roundtrim_cuda_driver_handle();
     if (!rdlsym || !driver || handle != driver)
         return NULL;
     Dl_info info;

@@ -18,7 +18,7 @@
 
 #include "runtime/export.h"
 #include "runtime/thread_counters.h"
-#include "shim/next_alloc.h"
+#include "runtime/next_alloc.h"
 
 enum cxx_op {
     NEW,

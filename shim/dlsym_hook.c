@@ -19,44 +19,9 @@
 
 #include <string.h>
 
-#include "shim/cuda_driver.h"
+#include "runtime/real_dlsym.h"
+#include "shim/cuda_hooks.h"
 #include "shim/trim_hook.h"
-
-typedef void *(*dlsym_fn)(void *, const char *);
-
-/* Read by the trampoline (8-byte aligned pointer: a plain load is atomic on both targets). */
-__attribute__((visibility("hidden"))) dlsym_fn roundtrim_dlsym_real;
-
-/* Set while this thread resolves the real dlsym: dlvsym may allocate, the malloc bootstrap may
- * then call dlsym again, and that nested call must not resolve again (it gets NULL). */
-static __thread int resolving;
-
-static dlsym_fn resolve_real_dlsym(void)
-{
-    dlsym_fn fn = __atomic_load_n(&roundtrim_dlsym_real, __ATOMIC_ACQUIRE);
-    if (fn || resolving)
-        return fn;
-    resolving = 1;
-    /* glibc 2.34 moved dlsym into libc with a new version; older ones only have GLIBC_2.2.5
-     * (GLIBC_2.17 on aarch64). __libc_dlsym is gone since 2.34. */
-    fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-#if defined(__aarch64__)
-    if (!fn)
-        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
-#else
-    if (!fn)
-        fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-#endif
-    if (fn)
-        __atomic_store_n(&roundtrim_dlsym_real, fn, __ATOMIC_RELEASE);
-    resolving = 0;
-    return fn;
-}
-
-dlsym_fn roundtrim_real_dlsym(void)
-{
-    return resolve_real_dlsym();
-}
 
 /* Only the driver's naming scheme: cudnnCreate, cublas*, curl_* have a lower-case third letter. */
 static int is_driver_name(const char *name)
@@ -76,7 +41,7 @@ static __thread int deciding;
 void *roundtrim_dlsym_decide(void *handle, const char *name, const void *caller)
 {
     /* First of all: the trampoline forwards to what this resolves. */
-    if (!resolve_real_dlsym())
+    if (!roundtrim_real_dlsym())
         return NULL;
     /* RTLD_DEFAULT finds our exported wrappers by itself (we are preloaded); RTLD_NEXT is an
      * interposer asking for the next one: both depend on the caller, so never touch them. */

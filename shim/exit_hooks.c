@@ -12,7 +12,7 @@
 #include "runtime/export.h"
 #include "runtime/round.h"
 #include "runtime/state.h"
-#include "shim/vm_child.h"
+#include "runtime/vm_child.h"
 
 typedef void (*exit_fn)(int);
 

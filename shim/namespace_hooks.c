@@ -9,7 +9,7 @@
 #include "runtime/export.h"
 #include "runtime/python_gil.h"
 #include "runtime/worker.h"
-#include "shim/vm_child.h"
+#include "runtime/vm_child.h"
 
 typedef int (*unshare_fn)(int);
 typedef int (*setns_fn)(int, int);

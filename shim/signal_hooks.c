@@ -9,13 +9,13 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "runtime/boundary.h"
 #include "runtime/export.h"
+#include "runtime/signal_rounds.h"
 #include "runtime/state.h"
-#include "shim/vm_child.h"
+#include "runtime/vm_child.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int);
@@ -30,9 +30,6 @@ static struct {
 } real;
 
 static int round_sig; /* 0 until installed, and again once the program set SIG_DFL */
-
-/* Why rounds by signal stopped, until the next record has said so. */
-static const char *off_note;
 
 /* The application's view of the round signal: what it installed, or what was there before us.
  * Two slots, switched by one atomic store, so the handler never reads a half-written action;
@@ -167,7 +164,7 @@ static int give_signal_back(const struct sigaction *act)
     int rc = real.sigaction(round_sig, act, NULL);
     if (rc == 0) {
         __atomic_store_n(&round_sig, 0, __ATOMIC_RELEASE);
-        __atomic_store_n(&off_note, "program_set_default", __ATOMIC_RELEASE);
+        roundtrim_signal_rounds_off_note("program_set_default");
     }
     return rc;
 }
@@ -204,7 +201,7 @@ ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
         static bool ignore_said;
         if (is_ignore(act) && !ignore_said) {
             ignore_said = true;
-            __atomic_store_n(&off_note, "program_set_ignore", __ATOMIC_RELEASE);
+            roundtrim_signal_rounds_off_note("program_set_ignore");
         }
         set_app_action(act);
         install_ours(act);
@@ -213,25 +210,6 @@ ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
     if (rc == 0 && old)
         *old = previous;
     return rc;
-}
-
-void roundtrim_signal_rounds_off_warn(const char *why)
-{
-    const char *name = sigabbrev_np(roundtrim_config()->round_signal);
-    char line[200];
-    snprintf(
-        line, sizeof line,
-        strcmp(why, "program_set_ignore") == 0
-            ? "the program set SIG%s to be ignored: rounds by that signal are off while it stays so"
-            : "the program set SIG%s to its default action: rounds by that signal are off "
-              "in this process",
-        name ? name : "?");
-    roundtrim_warn(line);
-}
-
-const char *roundtrim_signal_rounds_off_take(void)
-{
-    return __atomic_exchange_n(&off_note, NULL, __ATOMIC_ACQ_REL);
 }
 
 /* signal() with glibc's BSD semantics: restart, and the signal blocked in its own handler. */

@@ -9,12 +9,4 @@ void roundtrim_signal_hooks_resolve(void);
 /* Installs the handler for sig, keeping what was there as the application's handler. */
 void roundtrim_signal_source_install(int sig);
 
-/* Once the program itself set the round signal to SIG_DFL ("program_set_default", rounds by
- * signal are then off for good) or SIG_IGN ("program_set_ignore", off until it installs a
- * handler): that reason, returned once, for the next record to say; NULL otherwise. */
-const char *roundtrim_signal_rounds_off_take(void);
-
-/* The stderr line that goes with a record saying so (normal context). */
-void roundtrim_signal_rounds_off_warn(const char *why);
-
 #endif

@@ -6,12 +6,12 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "runtime/allocator_ops.h"
 #include "runtime/export.h"
-#include "shim/cuda_driver.h"
+#include "runtime/real_dlsym.h"
 
 typedef int (*malloc_trim_fn)(size_t);
 
-static uint64_t trims;
 static malloc_trim_fn next_trim;
 
 /* Not on any allocation path: a lazy lookup is safe here. RTLD_NEXT from this library is the
@@ -28,14 +28,9 @@ static malloc_trim_fn next(void)
 
 ROUNDTRIM_EXPORT int malloc_trim(size_t pad)
 {
-    __atomic_add_fetch(&trims, 1, __ATOMIC_RELAXED);
+    roundtrim_program_trim_note();
     malloc_trim_fn fn = next();
     return fn ? fn(pad) : 0;
-}
-
-uint64_t roundtrim_program_trim_count(void)
-{
-    return __atomic_load_n(&trims, __ATOMIC_RELAXED);
 }
 
 void *roundtrim_trim_dlsym_substitute(void *handle)

@@ -1,13 +1,9 @@
 /* malloc_trim as the program calls it: counted, then forwarded, so that a cleanup round can see
  * that the program already gave its free heap back (NVFlare 2.7/2.8 trims by itself, through
- * ctypes.CDLL("libc.so.6").malloc_trim; so do hand-written loops). */
+ * ctypes.CDLL("libc.so.6").malloc_trim; so do hand-written loops). The count is kept in
+ * runtime/allocator_ops.c. */
 #ifndef ROUNDTRIM_SHIM_TRIM_HOOK_H
 #define ROUNDTRIM_SHIM_TRIM_HOOK_H
-
-#include <stdint.h>
-
-/* Calls of malloc_trim made through the interposed symbol or a dlsym of it, since start. */
-uint64_t roundtrim_program_trim_count(void);
 
 /* For dlsym(handle, "malloc_trim") with a real handle: the counting malloc_trim when the lookup
  * lands on the next library's malloc_trim (glibc's), else NULL (forwarded untouched). */

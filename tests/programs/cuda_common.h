@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../shim/cuda_types.h"
+#include "../../runtime/cuda_types.h"
 
 #define MiB (1024ull * 1024ull)
 

@@ -4,8 +4,8 @@
  * With ROUNDTRIM_CUDA_TOOLKIT_CHECK defined, the toolkit's own cuda.h is used instead: compiling
  * shim/cuda_hooks.c that way (with __CUDA_API_VERSION_INTERNAL, which makes cuda.h declare every
  * exported variant) lets the compiler check each wrapper against the driver's prototype. */
-#ifndef ROUNDTRIM_SHIM_CUDA_TYPES_H
-#define ROUNDTRIM_SHIM_CUDA_TYPES_H
+#ifndef ROUNDTRIM_RUNTIME_CUDA_TYPES_H
+#define ROUNDTRIM_RUNTIME_CUDA_TYPES_H
 
 #include <stddef.h>
 #include <stdint.h>

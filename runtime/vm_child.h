@@ -1,8 +1,8 @@
 /* Children that share the parent's memory until they exec: vfork, posix_spawn and
  * clone(CLONE_VM). Every global they write is the parent's, so roundtrim's hooks must touch
  * nothing of its own there and only forward. */
-#ifndef ROUNDTRIM_SHIM_VM_CHILD_H
-#define ROUNDTRIM_SHIM_VM_CHILD_H
+#ifndef ROUNDTRIM_RUNTIME_VM_CHILD_H
+#define ROUNDTRIM_RUNTIME_VM_CHILD_H
 
 #include <stdbool.h>
 

@@ -1,8 +1,8 @@
 /* The allocator that comes after roundtrim in link order (glibc's malloc, or a preloaded
  * jemalloc), found with dlsym(RTLD_NEXT), and the static pool that serves the allocations dlsym
  * itself makes while we look for it. */
-#ifndef ROUNDTRIM_SHIM_NEXT_ALLOC_H
-#define ROUNDTRIM_SHIM_NEXT_ALLOC_H
+#ifndef ROUNDTRIM_RUNTIME_NEXT_ALLOC_H
+#define ROUNDTRIM_RUNTIME_NEXT_ALLOC_H
 
 #include <stdbool.h>
 #include <stddef.h>

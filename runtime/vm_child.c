@@ -1,4 +1,4 @@
-#include "shim/vm_child.h"
+#include "runtime/vm_child.h"
 
 #include <pthread.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "shim/next_alloc.h"
+#include "runtime/next_alloc.h"
 
 #include <dlfcn.h>
 #include <sched.h>
