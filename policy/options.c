@@ -78,12 +78,19 @@ const char *roundtrim_role_name(enum roundtrim_role role)
     return role == RT_ROLE_SERVER ? "server" : "client";
 }
 
+#define WARNING_VALUE_SHOWN 64
+
 static void add_warning(struct roundtrim_config *cfg, const char *fmt, const char *var,
                         const char *value, const char *used)
 {
     if (cfg->warning_count >= ROUNDTRIM_MAX_WARNINGS)
         return;
-    snprintf(cfg->warnings[cfg->warning_count++], ROUNDTRIM_WARNING_LEN, fmt, var, value, used);
+    /* A long value is shown by its start, so that the line still says which value is used. */
+    char shown[WARNING_VALUE_SHOWN + 4];
+    size_t len = strnlen(value, WARNING_VALUE_SHOWN + 1);
+    snprintf(shown, sizeof shown, len > WARNING_VALUE_SHOWN ? "%.*s..." : "%.*s",
+             (int)WARNING_VALUE_SHOWN, value);
+    snprintf(cfg->warnings[cfg->warning_count++], ROUNDTRIM_WARNING_LEN, fmt, var, shown, used);
 }
 
 static const char *type_expectation(const struct roundtrim_option *o, char *buf, size_t len)

@@ -61,7 +61,8 @@ struct roundtrim_option {
 
 extern const struct roundtrim_option roundtrim_options[RT_OPT_COUNT];
 
-#define ROUNDTRIM_MAX_WARNINGS 8
+/* At most one warning per option: every bad variable is named, however many there are. */
+#define ROUNDTRIM_MAX_WARNINGS RT_OPT_COUNT
 #define ROUNDTRIM_WARNING_LEN  256
 
 struct roundtrim_setting {

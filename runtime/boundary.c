@@ -135,10 +135,8 @@ void roundtrim_boundary_from_signal(void)
     capture(ROUNDTRIM_SRC_SIGNAL, NULL);
     if (roundtrim_worker_running())
         roundtrim_worker_wake();
-    else {
-        __atomic_store_n(&roundtrim_worker_start_wanted, 1, __ATOMIC_SEQ_CST);
-        roundtrim_fast_path_suspend(); /* the next malloc or free takes the slow path */
-    }
+    else
+        roundtrim_worker_start_soon();
 }
 
 /* The parent's boundaries are the parent's: the child's rounds start from its own. */

@@ -188,9 +188,15 @@ bool roundtrim_python_torch_empty_cache(uint64_t *us)
     return true;
 }
 
+/* Runs after the state's own fork handler. A Python process keeps its worker from the
+ * interpreter's start so that a round signal is handled at once while it waits; its fork child (a
+ * multiprocessing worker blocked on its queue) is a Python process too: it starts its own at its
+ * first allocation, which the interpreter's own after-fork work makes. */
 static void fork_child(void)
 {
     roundtrim_py_gil_fork_child();
+    if (roundtrim_worker_parent_had() && roundtrim_py_running())
+        roundtrim_worker_start_soon();
 }
 
 void roundtrim_python_init(const char *hook_spec)

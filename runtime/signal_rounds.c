@@ -26,7 +26,7 @@ void roundtrim_signal_rounds_off_warn(const char *why)
         strcmp(why, "program_set_ignore") == 0
             ? "the program set SIG%s to be ignored: rounds by that signal are off while it stays so"
             : "the program set SIG%s to its default action: rounds by that signal are off "
-              "in this process",
+              "until it installs a handler",
         name ? name : "?");
     roundtrim_warn(line);
 }

@@ -167,8 +167,22 @@ void roundtrim_worker_start_from_app(void)
     errno = saved_errno;
 }
 
+void roundtrim_worker_start_soon(void)
+{
+    __atomic_store_n(&roundtrim_worker_start_wanted, 1, __ATOMIC_SEQ_CST);
+    roundtrim_fast_path_suspend(); /* the next malloc or free takes the slow path */
+}
+
+static bool parent_had_worker;
+
+bool roundtrim_worker_parent_had(void)
+{
+    return parent_had_worker;
+}
+
 void roundtrim_worker_fork_child(void)
 {
+    parent_had_worker = roundtrim_worker_running();
     /* Threads do not survive fork: the child starts its own worker when it needs one. */
     __atomic_store_n(&worker_state, WORKER_NONE, __ATOMIC_SEQ_CST);
     __atomic_store_n(&roundtrim_worker_start_wanted, 0, __ATOMIC_SEQ_CST);

@@ -40,6 +40,12 @@ bool roundtrim_worker_pause(void);
 /* Starts the paused worker again. */
 void roundtrim_worker_resume(void);
 
+/* Asks for the worker at the next malloc or free on any thread (async-signal-safe). */
+void roundtrim_worker_start_soon(void);
+
 void roundtrim_worker_fork_child(void);
+
+/* In a fork child: whether the parent's worker was running at the fork. */
+bool roundtrim_worker_parent_had(void);
 
 #endif

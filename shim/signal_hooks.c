@@ -29,7 +29,7 @@ static struct {
     signal_fn signal, bsd_signal, sysv_signal;
 } real;
 
-static int round_sig; /* 0 until installed, and again once the program set SIG_DFL */
+static int round_sig; /* 0 until installed */
 
 /* The application's view of the round signal: what it installed, or what was there before us.
  * Two slots, switched by one atomic store, so the handler never reads a half-written action;
@@ -156,15 +156,23 @@ void roundtrim_signal_source_install(int sig)
     unlock_actions(&saved);
 }
 
-/* The program asked for the default action itself: it gets it, and the signal marks no round
- * from now on in this process (rounds by call, hook, timer and pressure go on). Called with the
- * actions locked. */
+/* Whether the program's SIG_DFL / SIG_IGN was noted for the log (said once, unless a handler of
+ * its own came back before anything was said). Written with the actions locked. */
+static bool default_said, ignore_said;
+
+/* The program asked for the default action itself: the kernel gets it, so the signal marks no
+ * round until the program installs a handler of its own again (many programs reset a signal to
+ * SIG_DFL before installing their handler: a shell's trap does). Rounds by call, hook, timer and
+ * pressure go on. Called with the actions locked. */
 static int give_signal_back(const struct sigaction *act)
 {
     int rc = real.sigaction(round_sig, act, NULL);
     if (rc == 0) {
-        __atomic_store_n(&round_sig, 0, __ATOMIC_RELEASE);
-        roundtrim_signal_rounds_off_note("program_set_default");
+        set_app_action(act);
+        if (!default_said) {
+            default_said = true;
+            roundtrim_signal_rounds_off_note("program_set_default");
+        }
     }
     return rc;
 }
@@ -189,19 +197,18 @@ ROUNDTRIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct siga
         return real.sigaction(sig, act, old);
     sigset_t saved;
     lock_actions(&saved);
-    if (__atomic_load_n(&round_sig, __ATOMIC_ACQUIRE) != sig) { /* given back meanwhile */
-        unlock_actions(&saved);
-        return real.sigaction(sig, act, old);
-    }
     struct sigaction previous = *current_app_action();
     int rc = 0;
     if (act && is_default(act)) {
         rc = give_signal_back(act);
     } else if (act) {
-        static bool ignore_said;
         if (is_ignore(act) && !ignore_said) {
             ignore_said = true;
             roundtrim_signal_rounds_off_note("program_set_ignore");
+        } else if (!is_ignore(act) && roundtrim_signal_rounds_off_take()) {
+            /* A handler of its own before anything was said: rounds by signal never stopped
+             * for the log's reader, so there is nothing to say. */
+            default_said = ignore_said = false;
         }
         set_app_action(act);
         install_ours(act);

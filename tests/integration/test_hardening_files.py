@@ -524,3 +524,24 @@ def test_stderr_log_into_a_pipe_nobody_reads_raises_no_sigpipe():
         os.close(w)
     assert res.returncode == 0
     assert res.stdout == b"seen=0 seen_info=0 installed=SIG_DFL\n"
+
+
+def test_every_bad_variable_gets_its_own_whole_warning_line(run_shim):
+    """A bad value in every numeric, boolean and signal variable: each one is named on a line of
+    its own, none is dropped however many there are, and a long value is shortened so that the
+    line still says which value is used."""
+    strings = {"ROUNDTRIM_LOG", "ROUNDTRIM_PY_HOOK", "ROUNDTRIM_PROM_FILE", "ROUNDTRIM_CGROUP_DIR"}
+    out = subprocess.run([str(OPTIONS_TOOL), "--format", "tsv"], capture_output=True, text=True,
+                         check=True).stdout
+    names = [row.split("\t")[0] for row in out.splitlines()[1:]]
+    bad = [n for n in names if n not in strings]
+    assert len(bad) > 8
+    value = "9" * 300 + "\nroundtrim: forged"
+    res = run_shim([prog("signal_chain"), "1", "none"], env={n: value for n in bad})
+    assert res.returncode == 0
+    lines = res.stderr.splitlines()
+    assert len(lines) == len(bad)
+    for name, line in zip(sorted(bad), sorted(lines)):
+        assert line.startswith(f"roundtrim: {name}={'9' * 64}... is not valid (expected ")
+        assert "); using " in line and "forged" not in line
+    assert [r["event"] for r in lines_are_records(res.log_path)] == ["start", "round", "exit"]

@@ -166,6 +166,31 @@ def test_program_ignoring_the_round_signal_is_honoured_until_it_handles_it(run_s
     assert shim.stderr.count("rounds by that signal are off while it stays so") == 1
 
 
+def test_default_then_a_handler_of_its_own_marks_rounds_again(run_shim):
+    """A shell's trap, and many daemons, reset the signal to SIG_DFL before installing their
+    handler: the handler runs as without roundtrim and rounds by signal go on, with no note
+    that they are off."""
+    bare = run_shim([prog("round_signal_default"), "default-then-handler"], preload=False,
+                    log=False)
+    shim = run_shim([prog("round_signal_default"), "default-then-handler"])
+    assert bare.stdout == shim.stdout == "default, then handled 1\n"
+    assert shim.returncode == 0
+    assert [(r["source"], r.get("signal_rounds_off")) for r in shim.rounds] == [
+        ("signal", None), ("call", None)]
+    assert "signal_rounds_off" not in shim.records[-1]
+    assert "roundtrim:" not in shim.stderr
+
+
+BASH_TRAP = 'trap "echo trapped" USR1; kill -USR1 $$; echo done'
+
+
+def test_bash_trap_on_the_round_signal_keeps_rounds(run_shim):
+    bare = run_shim(["bash", "-c", BASH_TRAP], preload=False, log=False)
+    shim = run_shim(["bash", "-c", BASH_TRAP])
+    assert bare.stdout == shim.stdout == "trapped\ndone\n"
+    assert [r["source"] for r in shim.rounds] == ["signal"]
+
+
 PY_FAULTHANDLER_UNREGISTER = """
 import faulthandler, os, signal, sys
 faulthandler.register(signal.SIGUSR1)

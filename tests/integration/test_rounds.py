@@ -81,6 +81,25 @@ def test_python_process_blocked_in_join_records_a_signalled_round_with_its_gc(sp
     assert got[0]["gc_us"] > 0
 
 
+def test_python_fork_child_blocked_in_join_records_a_signalled_round_with_its_gc(spawn):
+    """A fork child of a Python process is a Python process too: idle in a wait, it records a
+    signalled round while it waits, not only when it ends."""
+    proc, log = spawn([PYTHON, script("fork_child_blocked.py")])
+    child = int(proc.stdout.readline())
+    try:
+        os.kill(child, signal.SIGUSR1)
+        got = wait_for(lambda: [r for r in rounds(read_records(log)) if r["pid"] == child],
+                       timeout=30)
+        assert proc.poll() is None  # the child is still blocked: the parent still waits on it
+        assert len(got) == 1, got
+        assert got[0]["source"] == "signal"
+        assert got[0]["cleanup"][:2] == ["gc", "trim"]
+    finally:
+        os.kill(child, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not [r for r in read_records(log) if r["pid"] == proc.pid]  # no boundary, no output
+
+
 def test_python_program_ending_with_os_exit_records_its_rounds_and_exit(run_shim):
     res = run_shim([PYTHON, script("os_exit_rounds.py")],
                    env={"ROUNDTRIM_PY_HOOK": "hook_target:round_fn"})
