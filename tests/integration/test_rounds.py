@@ -201,3 +201,51 @@ def test_python_process_without_a_round_has_a_worker_but_writes_nothing(run_shim
     assert res.returncode == 0, res.stderr
     assert "'roundtrim'" in res.stdout  # the worker thread runs
     assert res.records == [] and not res.log_path.exists()
+
+
+EXEC_AFTER_SIGNALS = """
+import os, signal, sys, time
+for _ in range(3):
+    os.kill(os.getpid(), signal.SIGUSR1)
+time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGUSR1)
+if sys.argv[1] == "fail":
+    try:
+        os.execv("/nonexistent/program", ["x"])
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(0.2)
+    sys.exit(0)
+os.execv("/bin/true", ["true"])
+"""
+
+
+def test_exec_records_pending_rounds_and_an_exec_record(run_shim):
+    """Three round signals, a pause, a fourth right before os.execv: all four rounds and the
+    totals are written before the new program replaces the process."""
+    res = run_shim([PYTHON, "-c", EXEC_AFTER_SIGNALS, "ok"])
+    assert res.returncode == 0, res.stderr
+    assert [r["round"] for r in res.rounds] == [1, 2, 3, 4]
+    execs = [r for r in res.records if r.get("event") == "exec"]
+    assert len(execs) == 1 and res.records[-1] is execs[0]
+    assert execs[0]["rounds"] == 4 and execs[0]["rounds_unrecorded"] == 0
+    assert not [r for r in res.records if r.get("event") == "exit"]
+
+
+def test_failed_exec_carries_on_and_the_exit_record_follows(run_shim):
+    res = run_shim([PYTHON, "-c", EXEC_AFTER_SIGNALS, "fail"])
+    assert res.returncode == 0, res.stderr
+    assert [r["round"] for r in res.rounds] == [1, 2, 3, 4, 5]
+    assert res.rounds[4]["cleanup"][:2] == ["gc", "trim"]  # cleanups resume after the exec
+    events = [r["event"] for r in res.records if r["event"] != "start"]
+    assert events == ["round"] * 4 + ["exec", "round", "exit"]
+    assert exit_record(res)["rounds"] == 5 and exit_record(res)["rounds_unrecorded"] == 0
+
+
+def test_shell_that_execs_its_last_command_records_its_round(run_shim):
+    res = run_shim(["bash", "-c", "kill -USR1 $$; echo after; /bin/true"])
+    assert res.returncode == 0, res.stderr
+    assert len(res.rounds) == 1 and res.rounds[0]["source"] == "signal"
+    execs = [r for r in res.records if r.get("event") == "exec"]
+    assert len(execs) == 1 and execs[0]["rounds"] == 1
