@@ -249,3 +249,19 @@ def test_shell_that_execs_its_last_command_records_its_round(run_shim):
     assert len(res.rounds) == 1 and res.rounds[0]["source"] == "signal"
     execs = [r for r in res.records if r.get("event") == "exec"]
     assert len(execs) == 1 and execs[0]["rounds"] == 1
+
+
+def test_collections_before_the_first_round_are_not_the_programs_gc(run_shim):
+    """Full collections at startup (imports run them; here one gc.collect() before any round)
+    are not the program's cleanup: round 1's gc runs. One in round 2 is, and round 2 skips."""
+    code = ("import gc, os, signal, time\n"
+            "gc.collect()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n"
+            "gc.collect()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n")
+    res = run_shim([PYTHON, "-c", code])
+    assert res.returncode == 0, res.stderr
+    assert len(res.rounds) == 2, res.records
+    assert res.rounds[0]["cleanup"][:2] == ["gc", "trim"], res.rounds[0]
+    assert "gc_skipped" not in res.rounds[0]
+    assert res.rounds[1].get("gc_skipped") == "program_gc", res.rounds[1]
