@@ -265,3 +265,20 @@ def test_collections_before_the_first_round_are_not_the_programs_gc(run_shim):
     assert res.rounds[0]["cleanup"][:2] == ["gc", "trim"], res.rounds[0]
     assert "gc_skipped" not in res.rounds[0]
     assert res.rounds[1].get("gc_skipped") == "program_gc", res.rounds[1]
+
+
+def test_a_burst_past_the_queue_ends_in_a_record_of_its_own(run_shim):
+    """1000 roundtrim_round_end() calls in a row, then a pause: the boundaries that found the
+    queue full are recorded too, as one record that says how many it merged, not dropped."""
+    code = ("import ctypes, sys, time\n"
+            "end = ctypes.CDLL(None).roundtrim_round_end\n"
+            "for _ in range(1000):\n"
+            "    end()\n"
+            "time.sleep(1)\n"
+            "sys.exit(0)\n")
+    res = run_shim([PYTHON, "-c", code])
+    assert res.returncode == 0, res.stderr
+    end = exit_record(res)
+    assert end["rounds"] == 1000 and end["rounds_unrecorded"] == 0, end
+    assert sum(1 + r.get("merged_rounds", 0) for r in res.rounds) == 1000
+    assert res.rounds[-1]["round"] == 1000 and res.rounds[-1]["merged_rounds"] > 0
