@@ -11,7 +11,7 @@
 /* Full collections counted by the interpreter: at the last mark, and at the latest reading. */
 static long seen;
 static long latest = -1;
-static bool baseline_taken;
+static bool baseline_taken; /* read and written with the GIL held */
 
 /* gc.get_stats()[2]["collections"], when the program imported gc; -1 otherwise. */
 static long full_collections(void)
@@ -42,6 +42,13 @@ static const char *read_job(struct roundtrim_py_result *out)
     if (n < 0)
         return "no_gc_module";
     out->count = (uint64_t)n;
+    /* The first reading with no hook attached before it is the starting point: the collections
+     * of startup and imports are not the program's cleanup of round 1. */
+    if (!baseline_taken) {
+        baseline_taken = true;
+        if (n > seen)
+            seen = n;
+    }
     return NULL;
 }
 

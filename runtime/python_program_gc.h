@@ -14,8 +14,9 @@
  * same obstacle, and skips for that reason instead of waiting again. */
 bool roundtrim_python_program_collected(const char **unreachable);
 
-/* Takes the starting point, once, with the GIL held (when the first round hook attaches): full
- * collections while the program was still importing its modules are not news to round 1. */
+/* Takes the starting point, once, with the GIL held (when the first round hook attaches, else at
+ * the first reading): full collections while the program was still importing its modules are not
+ * news to round 1. */
 void roundtrim_python_gc_baseline(void);
 
 /* After the cleanup's gc step: what ran is no longer news. ran: our own collection ran; skipped:

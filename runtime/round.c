@@ -370,17 +370,9 @@ static bool lock_until(uint64_t deadline_us)
     return true;
 }
 
-void roundtrim_round_at_exit(void)
+/* The last record of a program image: "exit", or "exec" when another program replaces it. */
+static void summary_record(const char *event, bool locked)
 {
-    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
-        return;
-    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
-    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
-    roundtrim_python_exiting(); /* a gc waiting for the GIL gives up at once */
-    drain_before_exit(deadline);
-    /* The lock is kept: no round may touch libraries that are being finalized from here on. A
-     * round still running past the budget is counted as unrecorded and may still land later. */
-    bool locked = lock_until(deadline);
     /* Without the lock, a first record may be opening the log right now: write only into a log
      * already open. */
     if (!roundtrim_log_started() && !(locked && roundtrim_boundaries_seen() > 0))
@@ -391,7 +383,7 @@ void roundtrim_round_at_exit(void)
     uint64_t rss = roundtrim_rss_bytes();
     char line[8192];
     struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, line, sizeof line, "exit", getpid(), roundtrim_wall_seconds());
+    roundtrim_json_event_begin(&j, line, sizeof line, event, getpid(), roundtrim_wall_seconds());
     roundtrim_json_u64(&j, "rounds", recorded);
     roundtrim_json_u64(&j, "rounds_unrecorded", seen > recorded ? seen - recorded : 0);
     roundtrim_json_u64(&j, "cleanups", cleanups);
@@ -406,6 +398,40 @@ void roundtrim_round_at_exit(void)
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);
+}
+
+void roundtrim_round_at_exit(void)
+{
+    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
+        return;
+    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    roundtrim_python_exiting(); /* a gc waiting for the GIL gives up at once */
+    drain_before_exit(deadline);
+    /* The lock is kept: no round may touch libraries that are being finalized from here on. A
+     * round still running past the budget is counted as unrecorded and may still land later. */
+    summary_record("exit", lock_until(deadline));
+}
+
+void roundtrim_round_at_exec(void)
+{
+    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
+        return; /* exec from an exit handler: the exit record is written */
+    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
+    /* exec is async-signal-safe and may follow a fork in a threaded parent: rounds recorded on
+     * this thread read nothing that takes the allocator's or the driver's locks. The
+     * interpreter is left as it is, since a failed exec returns to it. */
+    exit_async = true;
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    drain_before_exit(deadline);
+    bool locked = lock_until(deadline);
+    summary_record("exec", locked);
+    /* A failed exec carries on: rounds and cleanups resume, and its exit writes its own record. */
+    exit_async = false;
+    __atomic_store_n(&exiting, false, __ATOMIC_RELEASE);
+    if (locked)
+        pthread_mutex_unlock(&round_lock);
+    __atomic_store_n(&exit_begun, false, __ATOMIC_RELEASE);
 }
 
 void roundtrim_round_at_fast_exit(void)

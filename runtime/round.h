@@ -26,6 +26,11 @@ void roundtrim_round_at_exit(void);
  * the driver's free memory). */
 void roundtrim_round_at_fast_exit(void);
 
+/* Before exec replaces the program: records pending rounds within ROUNDTRIM_EXIT_BUDGET_MS
+ * (cleanups skipped), then an "exec" record with the totals if this process wrote a log. Returns
+ * with everything as before, for an exec that fails. */
+void roundtrim_round_at_exec(void);
+
 /* Whether this process has anything to record at exit: a record already written, or a boundary of
  * its own (a fork child that saw none has not). */
 bool roundtrim_round_exit_wanted(void);

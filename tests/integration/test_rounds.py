@@ -201,3 +201,84 @@ def test_python_process_without_a_round_has_a_worker_but_writes_nothing(run_shim
     assert res.returncode == 0, res.stderr
     assert "'roundtrim'" in res.stdout  # the worker thread runs
     assert res.records == [] and not res.log_path.exists()
+
+
+EXEC_AFTER_SIGNALS = """
+import os, signal, sys, time
+for _ in range(3):
+    os.kill(os.getpid(), signal.SIGUSR1)
+time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGUSR1)
+if sys.argv[1] == "fail":
+    try:
+        os.execv("/nonexistent/program", ["x"])
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(0.2)
+    sys.exit(0)
+os.execv("/bin/true", ["true"])
+"""
+
+
+def test_exec_records_pending_rounds_and_an_exec_record(run_shim):
+    """Three round signals, a pause, a fourth right before os.execv: all four rounds and the
+    totals are written before the new program replaces the process."""
+    res = run_shim([PYTHON, "-c", EXEC_AFTER_SIGNALS, "ok"])
+    assert res.returncode == 0, res.stderr
+    assert [r["round"] for r in res.rounds] == [1, 2, 3, 4]
+    execs = [r for r in res.records if r.get("event") == "exec"]
+    assert len(execs) == 1 and res.records[-1] is execs[0]
+    assert execs[0]["rounds"] == 4 and execs[0]["rounds_unrecorded"] == 0
+    assert not [r for r in res.records if r.get("event") == "exit"]
+
+
+def test_failed_exec_carries_on_and_the_exit_record_follows(run_shim):
+    res = run_shim([PYTHON, "-c", EXEC_AFTER_SIGNALS, "fail"])
+    assert res.returncode == 0, res.stderr
+    assert [r["round"] for r in res.rounds] == [1, 2, 3, 4, 5]
+    assert res.rounds[4]["cleanup"][:2] == ["gc", "trim"]  # cleanups resume after the exec
+    events = [r["event"] for r in res.records if r["event"] != "start"]
+    assert events == ["round"] * 4 + ["exec", "round", "exit"]
+    assert exit_record(res)["rounds"] == 5 and exit_record(res)["rounds_unrecorded"] == 0
+
+
+def test_shell_that_execs_its_last_command_records_its_round(run_shim):
+    res = run_shim(["bash", "-c", "kill -USR1 $$; echo after; /bin/true"])
+    assert res.returncode == 0, res.stderr
+    assert len(res.rounds) == 1 and res.rounds[0]["source"] == "signal"
+    execs = [r for r in res.records if r.get("event") == "exec"]
+    assert len(execs) == 1 and execs[0]["rounds"] == 1
+
+
+def test_collections_before_the_first_round_are_not_the_programs_gc(run_shim):
+    """Full collections at startup (imports run them; here one gc.collect() before any round)
+    are not the program's cleanup: round 1's gc runs. One in round 2 is, and round 2 skips."""
+    code = ("import gc, os, signal, time\n"
+            "gc.collect()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n"
+            "gc.collect()\n"
+            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n")
+    res = run_shim([PYTHON, "-c", code])
+    assert res.returncode == 0, res.stderr
+    assert len(res.rounds) == 2, res.records
+    assert res.rounds[0]["cleanup"][:2] == ["gc", "trim"], res.rounds[0]
+    assert "gc_skipped" not in res.rounds[0]
+    assert res.rounds[1].get("gc_skipped") == "program_gc", res.rounds[1]
+
+
+def test_a_burst_past_the_queue_ends_in_a_record_of_its_own(run_shim):
+    """1000 roundtrim_round_end() calls in a row, then a pause: the boundaries that found the
+    queue full are recorded too, as one record that says how many it merged, not dropped."""
+    code = ("import ctypes, sys, time\n"
+            "end = ctypes.CDLL(None).roundtrim_round_end\n"
+            "for _ in range(1000):\n"
+            "    end()\n"
+            "time.sleep(1)\n"
+            "sys.exit(0)\n")
+    res = run_shim([PYTHON, "-c", code])
+    assert res.returncode == 0, res.stderr
+    end = exit_record(res)
+    assert end["rounds"] == 1000 and end["rounds_unrecorded"] == 0, end
+    assert sum(1 + r.get("merged_rounds", 0) for r in res.rounds) == 1000
+    assert res.rounds[-1]["round"] == 1000 and res.rounds[-1]["merged_rounds"] > 0
