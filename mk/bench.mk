@@ -16,3 +16,13 @@ $(BENCH_BINS): $(BUILD)/tests/%: tests/bench/%.c include/roundtrim.h
 
 CHECK_DEPS += $(BENCH_BINS)
 bench: $(BENCH_BINS)
+
+# The calibration interposer (tests/bench/interposer/): the floor of any counting interposer,
+# measured beside roundtrim by scripts/bench. Built with the library's optimisation level.
+FLOOR_INTERPOSER := $(BUILD)/tests/libfloor_interposer.so
+$(FLOOR_INTERPOSER): tests/bench/interposer/floor_interposer.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -fvisibility=hidden $< -o $@
+
+CHECK_DEPS += $(FLOOR_INTERPOSER)
+bench: $(FLOOR_INTERPOSER)

@@ -1,12 +1,14 @@
 """The benchmark programs of tests/bench/ keep working: each runs once at a tiny size, bare and
 under the shim, and prints well-formed numbers. Nothing here is timed (make bench measures)."""
 
+import json
 import math
 import os
+import subprocess
 
 import pytest
 
-from conftest import LIB, prog
+from conftest import LIB, ROOT, prog
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
@@ -89,3 +91,51 @@ def test_cleanup_cost_round_mode_needs_the_shim(run_shim):
                    log=False)
     assert res.returncode == 2
     assert "libroundtrim.so" in res.stderr
+
+
+FLOOR = os.path.join(os.path.dirname(LIB), "tests", "libfloor_interposer.so")
+
+
+def test_floor_interposer_forwards_every_allocation(run_shim):
+    res = run_shim([prog("bench_alloc"), "--mix", "mixed", "--pairs", "2000", "--warmup", "0"],
+                   env={"LD_PRELOAD": FLOOR}, log=False)
+    assert finite_positive(one_json(res)["ns_per_pair"])
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["bare", "shim"])
+def test_site_leak_keeps_one_mib_per_round(run_shim, preload):
+    res = run_shim([prog("site_leak"), "--rounds", "3", "--churn-mib", "2", "--model-mib", "1"],
+                   preload=preload, log=preload)
+    assert res.returncode == 0, res.stderr
+    assert [r["kept_mib"] for r in res.stdout_json()] == [1, 2, 3]
+    if preload:
+        assert [r["round"] for r in res.rounds][:3] == [1, 2, 3]
+
+
+def test_sites_section_writes_its_tables(tmp_path):
+    """scripts/bench --quick --only sites: every table and row is there, whatever the figures
+    (and 'n/a: library without sampling' when the built library has no sampling)."""
+    out = tmp_path / "BENCHMARKS.md"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTRIM_")}
+    proc = subprocess.run([os.path.join(ROOT, "scripts", "bench"), "--quick", "--only", "sites",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.read_text()
+    section = text.split("## 5. Allocation sites", 1)[1].split("## Commands", 1)[0]
+    for heading in ("Instructions per small-block malloc/free pair", "Side by side",
+                    "Detection of a planted leak"):
+        assert heading in section
+    for row in ("| glibc | bare |", "| glibc | floor |", "| glibc | roundtrim, sampling off |",
+                "| glibc | roundtrim, sampling on |", "| C | `cache_round_result` |",
+                "| Python | `keep_round_results` |"):
+        assert row in section
+    for workload in ("bench_alloc", "Python allocation loop", "PyTorch FL-like client"):
+        assert f"**{workload}" in section
+    # One row per workload (the calibration table's rows start with the allocator).
+    assert section.count("\n| heaptrack |") == 3
+    assert section.count("\n| roundtrim, sampling on |") == 3
+    results = json.loads((tmp_path / "docs" / "bench" / "results.json").read_text())
+    if not results["results"]["sites"]["sampling"]:
+        assert "n/a: library without sampling" in section
+        assert "n/a: library without sampling" in proc.stderr
