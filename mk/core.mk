@@ -1,7 +1,7 @@
 # Test artifacts of the core beyond plain programs.
-CHECK_DEPS += $(BUILD)/tests/libearly_handler.so
+CHECK_DEPS += $(BUILD)/tests/libearly_handler.so $(BUILD)/tests/libearly_exec.so
 
-$(BUILD)/tests/libearly_handler.so: tests/programs/libearly_handler.c
+$(BUILD)/tests/libearly_handler.so $(BUILD)/tests/libearly_exec.so: $(BUILD)/tests/%.so: tests/programs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@
 

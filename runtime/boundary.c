@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/export.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
@@ -157,12 +158,10 @@ uint64_t roundtrim_boundaries_seen(void)
 static void capture(enum roundtrim_source src, const char *label)
 {
     struct roundtrim_boundary_snap snap;
-    struct timespec t;
     __atomic_add_fetch(&seen, 1, __ATOMIC_ACQ_REL);
     snap.src = src;
     snap.label = label;
-    clock_gettime(CLOCK_REALTIME, &t);
-    snap.wall_s = (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+    snap.wall_s = roundtrim_wall_seconds(); /* clock_gettime: async-signal-safe */
     roundtrim_counters_total(&snap.traffic);
     roundtrim_cuda_counts_snapshot(&snap.cuda);
     snap.dropped_before = __atomic_load_n(&dropped, __ATOMIC_ACQUIRE);

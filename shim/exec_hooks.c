@@ -37,6 +37,10 @@ __attribute__((constructor)) static void exec_hooks_resolve(void)
 
 static void record_exec(void)
 {
+    /* Called before the constructor ran (from another library's constructor): look them up now,
+     * as unshare and setns do, rather than fail the program's exec. */
+    if (!__atomic_load_n(&real_execve, __ATOMIC_ACQUIRE))
+        exec_hooks_resolve();
     if (!roundtrim_active() || roundtrim_in_vm_child() || !roundtrim_round_exit_wanted())
         return;
     int saved_errno = errno;

@@ -279,3 +279,16 @@ def test_cpython_suite_gives_the_same_verdict(tmp_path, suite):
     bare = cpython_verdict(suite, False, tmp_path)
     shim = cpython_verdict(suite, True, tmp_path)
     assert shim[0] == bare[0], shim[1]
+
+
+@pytest.mark.parametrize("first", ["other", "roundtrim"])
+def test_exec_from_a_constructor_that_runs_before_roundtrims_works(first):
+    """A library preloaded beside roundtrim execs from its constructor: whichever constructor
+    runs first, the exec replaces the program as it does without roundtrim."""
+    other = prog("libearly_exec.so")
+    order = f"{other} {LIB}" if first == "other" else f"{LIB} {other}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUNDTRIM_", "LD_"))}
+    env["LD_PRELOAD"] = order
+    res = subprocess.run(["/bin/true"], env=env, capture_output=True, timeout=30)
+    assert (res.returncode, res.stdout) == (0, b"exec-ok\n"), res.stderr
+
