@@ -71,6 +71,15 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
     {RT_OPT_EXIT_BUDGET_MS, "ROUNDTRIM_EXIT_BUDGET_MS", NULL, RT_TYPE_UINT, 0, 60000, "1000",
      "milliseconds; the most a process's exit (exit, _exit) spends recording rounds still "
      "pending; rounds left over are counted in the exit record (rounds_unrecorded)"},
+    {RT_OPT_SITES, "ROUNDTRIM_SITES", NULL, RT_TYPE_BOOL, 0, 0, "false",
+     "true samples allocations by bytes and writes, after each round record, a sites record: "
+     "the call sites (native and Python frames) that allocated in the round and still hold "
+     "that memory, and the sites holding the most; roundtrim report --sites finds the growing "
+     "ones"},
+    {RT_OPT_SITES_SAMPLE, "ROUNDTRIM_SITES_SAMPLE", NULL, RT_TYPE_UINT, 4096, (uint64_t)1 << 40,
+     "524288",
+     "bytes; the mean distance between two sampled allocations (exponentially distributed, "
+     "per thread); smaller finds smaller sites sooner and costs more"},
 };
 
 const char *roundtrim_role_name(enum roundtrim_role role)
@@ -187,6 +196,7 @@ static void set_defaults(struct roundtrim_config *cfg)
     cfg->pressure_gap_s = 10;
     cfg->sample_ms = 1000;
     cfg->exit_budget_ms = 1000;
+    cfg->sites_sample = 524288;
     for (int i = 0; i < RT_OPT_COUNT; i++)
         cfg->setting[i].source = RT_FROM_DEFAULT;
 }
@@ -252,6 +262,8 @@ void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lo
                  "the process's own cgroup");
     parse_option(cfg, RT_OPT_PEAK_RESET, false, lookup, ctx, &cfg->peak_reset, "false");
     parse_option(cfg, RT_OPT_EXIT_BUDGET_MS, false, lookup, ctx, &cfg->exit_budget_ms, "1000");
+    parse_option(cfg, RT_OPT_SITES, false, lookup, ctx, &cfg->sites, "false");
+    parse_option(cfg, RT_OPT_SITES_SAMPLE, false, lookup, ctx, &cfg->sites_sample, "524288");
 }
 
 bool roundtrim_config_is_explicit(const struct roundtrim_config *cfg, enum roundtrim_option_id id)
@@ -368,6 +380,12 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         return;
     case RT_OPT_EXIT_BUDGET_MS:
         snprintf(buf, len, "%" PRIu64, cfg->exit_budget_ms);
+        return;
+    case RT_OPT_SITES:
+        snprintf(buf, len, "%s", cfg->sites ? "true" : "false");
+        return;
+    case RT_OPT_SITES_SAMPLE:
+        snprintf(buf, len, "%" PRIu64, cfg->sites_sample);
         return;
     case RT_OPT_COUNT:
         break;

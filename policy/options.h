@@ -28,6 +28,8 @@ enum roundtrim_option_id {
     RT_OPT_CGROUP_DIR,
     RT_OPT_PEAK_RESET,
     RT_OPT_EXIT_BUDGET_MS,
+    RT_OPT_SITES,
+    RT_OPT_SITES_SAMPLE,
     RT_OPT_COUNT
 };
 
@@ -91,6 +93,8 @@ struct roundtrim_config {
     const char *cgroup_dir;  /* NULL: discover from /proc/self/cgroup */
     bool peak_reset;         /* reset the kernel's VmHWM at each boundary (clear_refs) */
     uint64_t exit_budget_ms; /* the most time the exit path spends recording */
+    bool sites;              /* sample allocation sites */
+    uint64_t sites_sample;   /* mean bytes between two samples */
     struct roundtrim_setting setting[RT_OPT_COUNT];
     unsigned warning_count;
     char warnings[ROUNDTRIM_MAX_WARNINGS][ROUNDTRIM_WARNING_LEN];

@@ -20,11 +20,13 @@ struct roundtrim_next_alloc roundtrim_next = {
 
 bool roundtrim_glibc_sizes;
 __thread bool roundtrim_in_next_alloc __attribute__((tls_model("initial-exec")));
-bool roundtrim_fast_glibc;
-bool roundtrim_fast_other;
+uint8_t roundtrim_fast_glibc;
+uint8_t roundtrim_fast_other;
+bool roundtrim_sampling_on;
 
 char roundtrim_bootstrap_pool[ROUNDTRIM_BOOTSTRAP_POOL_BYTES] __attribute__((aligned(64)));
 static size_t pool_used; /* bump pointer, advanced atomically */
+bool roundtrim_bootstrap_used;
 
 enum { UNRESOLVED, RESOLVING, RESOLVED };
 static int resolve_state = UNRESOLVED;
@@ -47,6 +49,8 @@ static void *pool_alloc(size_t n, size_t align)
         if (__atomic_compare_exchange_n(&pool_used, &used, end, false, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             *(size_t *)(roundtrim_bootstrap_pool + start - POOL_HEADER) = n;
+            __atomic_store_n(&roundtrim_bootstrap_used, true, __ATOMIC_RELEASE);
+            roundtrim_fast_path_suspend();
             return roundtrim_bootstrap_pool + start; /* static storage: already zeroed */
         }
     }

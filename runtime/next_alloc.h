@@ -25,25 +25,40 @@ extern struct roundtrim_next_alloc roundtrim_next __attribute__((visibility("hid
 /* How the fast path learns a block's usable size. glibc keeps it in the chunk header just
  * before the block, and reading it there costs a few instructions instead of a call; the layout
  * is checked against glibc's own malloc_usable_size once at start (roundtrim_glibc_sizes).
- * Other allocators are asked through their malloc_usable_size. The fast path tests one of two
- * flags for this; both are off while something waits for the slow path to run (a worker start
- * asked for by a signal handler). */
+ * Other allocators are asked through their malloc_usable_size. The fast path loads one of two
+ * mode bytes for this: off (ROUNDTRIM_FAST_OFF) while something waits for the slow path to run (a
+ * worker start asked for by a signal handler), plain counting, or counting with the sampling
+ * countdown (ROUNDTRIM_SITES). Plain counting compares the byte with a constant, as a boolean
+ * test would: sampling off costs nothing. */
+enum { ROUNDTRIM_FAST_OFF = 0, ROUNDTRIM_FAST_PLAIN = 1, ROUNDTRIM_FAST_SAMPLING = 2 };
 extern bool roundtrim_glibc_sizes __attribute__((visibility("hidden")));
-extern bool roundtrim_fast_glibc __attribute__((visibility("hidden")));
-extern bool roundtrim_fast_other __attribute__((visibility("hidden")));
+extern uint8_t roundtrim_fast_glibc __attribute__((visibility("hidden")));
+extern uint8_t roundtrim_fast_other __attribute__((visibility("hidden")));
+/* Set once the sampler's tables exist (never cleared): resume then picks the sampling mode. */
+extern bool roundtrim_sampling_on __attribute__((visibility("hidden")));
 
 /* Sends every call through the slow path until resumed (async-signal-safe). */
 static inline void roundtrim_fast_path_suspend(void)
 {
-    __atomic_store_n(&roundtrim_fast_glibc, false, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&roundtrim_fast_other, false, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_glibc, ROUNDTRIM_FAST_OFF, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_other, ROUNDTRIM_FAST_OFF, __ATOMIC_SEQ_CST);
 }
+
+/* Set once the bootstrap pool handed out a block (in practice never: dlsym's lookups of the
+ * allocator allocate nothing when they succeed). The fast paths then stay off for good, so that
+ * free need not test every block against the pool. */
+extern bool roundtrim_bootstrap_used __attribute__((visibility("hidden")));
 
 static inline void roundtrim_fast_path_resume(void)
 {
+    if (__atomic_load_n(&roundtrim_bootstrap_used, __ATOMIC_ACQUIRE))
+        return;
     bool glibc = __atomic_load_n(&roundtrim_glibc_sizes, __ATOMIC_RELAXED);
-    __atomic_store_n(&roundtrim_fast_glibc, glibc, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&roundtrim_fast_other, !glibc, __ATOMIC_SEQ_CST);
+    uint8_t mode = __atomic_load_n(&roundtrim_sampling_on, __ATOMIC_ACQUIRE)
+                       ? ROUNDTRIM_FAST_SAMPLING
+                       : ROUNDTRIM_FAST_PLAIN;
+    __atomic_store_n(&roundtrim_fast_glibc, glibc ? mode : ROUNDTRIM_FAST_OFF, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_other, glibc ? ROUNDTRIM_FAST_OFF : mode, __ATOMIC_SEQ_CST);
 }
 
 /* Looks up the next allocator (idempotent; thread-safe). */

@@ -11,6 +11,7 @@
 #include "runtime/clock.h"
 #include "runtime/cuda_track.h"
 #include "runtime/log_writer.h"
+#include "runtime/sites_record.h"
 #include "runtime/metrics_file.h"
 #include "runtime/proc_mem.h"
 #include "runtime/python_bridge.h"
@@ -204,6 +205,9 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
             cleanup(&r);
     }
     finish(&r);
+    /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
+    if (!(exit_inline && exit_async))
+        roundtrim_sites_record(r.round - merged, r.round, s->wall_s);
     __atomic_store_n(&round_no, r.round, __ATOMIC_RELEASE);
     last_round_us = roundtrim_now_us();
 }

@@ -6,6 +6,7 @@
 #include "policy/round_record.h"
 #include "runtime/allocator_ops.h"
 #include "runtime/python_hook.h"
+#include "runtime/sampler.h"
 #include "runtime/state.h"
 
 size_t roundtrim_start_record_format(char *buf, size_t cap)
@@ -35,5 +36,7 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     }
     roundtrim_json_object_end(&j);
     roundtrim_py_hooks_start_json(&j);
+    /* null while sampling runs; "off" when not asked for; else why it could not start */
+    roundtrim_json_str(&j, "sites_skipped", roundtrim_sampler_skipped());
     return roundtrim_json_end(&j);
 }

@@ -15,6 +15,8 @@
 #include "runtime/python_bridge.h"
 #include "runtime/round.h"
 #include "runtime/safe_file.h"
+#include "runtime/sampler.h"
+#include "runtime/sites_record.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "runtime/vm_child.h"
@@ -111,6 +113,8 @@ static void fork_child(void)
     roundtrim_log_fork_child();
     roundtrim_metrics_file_fork_child();
     roundtrim_cuda_fork_child();
+    roundtrim_sampler_fork_child();
+    roundtrim_sites_record_fork_child();
 }
 
 static void print_warnings(void)
@@ -136,6 +140,18 @@ static void roundtrim_stop(void)
     roundtrim_round_at_exit();
 }
 
+/* ROUNDTRIM_SITES: a sampler that cannot start says why, once, and the library goes on. */
+static void start_sampler(void)
+{
+    const char *why = roundtrim_sampler_start(config.sites_sample);
+    if (why) {
+        char text[160];
+        snprintf(text, sizeof text, "ROUNDTRIM_SITES=true: allocation sites are not sampled (%s)",
+                 why);
+        roundtrim_warn(text);
+    }
+}
+
 bool roundtrim_state_start(void)
 {
     start_ts = roundtrim_wall_seconds();
@@ -155,6 +171,8 @@ bool roundtrim_state_start(void)
     roundtrim_allocator_detect();
     roundtrim_allocator_tune(&config);
     roundtrim_worker_init();
+    if (config.sites)
+        start_sampler();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     active = true;
     atexit(roundtrim_stop);

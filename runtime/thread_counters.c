@@ -99,6 +99,11 @@ struct roundtrim_thread_counters *roundtrim_thread_register(void)
     return c;
 }
 
+bool roundtrim_thread_counted(const struct roundtrim_thread_counters *c)
+{
+    return c != &uncounted_sink;
+}
+
 void roundtrim_thread_mark_internal(void)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
@@ -156,6 +161,7 @@ void roundtrim_counters_fork_child(void)
     free_blocks = NULL;
     for (struct roundtrim_thread_counters *c = all_blocks; c; c = c->all_next) {
         c->malloc_calls = c->free_calls = c->malloc_bytes = c->free_bytes = 0;
+        c->sample_at = 0;
         if (c == mine)
             continue;
         c->free_next = free_blocks;

@@ -12,6 +12,7 @@
 #ifndef ROUNDTRIM_RUNTIME_THREAD_COUNTERS_H
 #define ROUNDTRIM_RUNTIME_THREAD_COUNTERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "policy/round_record.h"
@@ -19,6 +20,10 @@
 struct roundtrim_thread_counters {
     /* Written only by the owning thread; read (relaxed, 64-bit aligned) by the summing thread. */
     uint64_t malloc_calls, free_calls, malloc_bytes, free_bytes;
+    /* Allocation sampling (owner only): the next sample is taken when malloc_bytes reaches
+     * sample_at (0: not drawn yet; UINT64_MAX: never, an uncounted thread); rng is the thread's
+     * random state for drawing the distances. */
+    uint64_t sample_at, rng;
     struct roundtrim_thread_counters *all_next;  /* every block ever made; set before publishing */
     struct roundtrim_thread_counters *free_next; /* free list, under the registry lock */
 } __attribute__((aligned(64)));
@@ -53,6 +58,9 @@ static inline void roundtrim_count_free(uint64_t bytes)
     c->free_calls++;
     c->free_bytes += bytes;
 }
+
+/* Whether c is a block whose traffic is summed (not the calling thread's uncounted sink). */
+bool roundtrim_thread_counted(const struct roundtrim_thread_counters *c);
 
 /* Marks the calling thread as roundtrim's own: its allocations are not the application's. */
 void roundtrim_thread_mark_internal(void);

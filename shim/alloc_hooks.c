@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/export.h"
+#include "runtime/sampler.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "runtime/next_alloc.h"
@@ -17,7 +18,14 @@
 static inline void count_new_block(void *p)
 {
     if (likely(p != NULL) && !roundtrim_in_next_alloc)
-        roundtrim_count_alloc(roundtrim_usable_size(p));
+        roundtrim_count_block(p, roundtrim_usable_size(p));
+}
+
+/* A block about to be freed or moved: counted, and forgotten when it was sampled. */
+static inline void count_gone_block(void *p, size_t bytes)
+{
+    roundtrim_sample_free_check(p);
+    roundtrim_count_free(bytes);
 }
 
 /* The fast paths below handle the common case inline (a glibc block, a thread already counted,
@@ -35,7 +43,7 @@ __attribute__((noinline, cold)) static void free_slow(void *p)
     if (p == NULL || roundtrim_bootstrap_owns(p))
         return;
     if (!roundtrim_in_next_alloc)
-        roundtrim_count_free(roundtrim_usable_size(p));
+        count_gone_block(p, roundtrim_usable_size(p));
     roundtrim_next.free(p);
 }
 
@@ -62,18 +70,75 @@ __attribute__((noinline)) static void free_other(void *p, struct roundtrim_threa
     roundtrim_next.free(p);
 }
 
+/* The sampling variants (ROUNDTRIM_SITES) of the glibc fast path: the same counting, the
+ * countdown on the bytes counter just updated (one compare with a limit in the same cache line),
+ * and in free one filter byte before any lookup. What is rare is a tail call, so that the plain
+ * path needs no more registers or stack than without them. */
+__attribute__((noinline)) static void *malloc_sample(void *p, size_t bytes,
+                                                     struct roundtrim_thread_counters *c)
+{
+    roundtrim_sample_due(p, bytes, c);
+    return p;
+}
+
+__attribute__((noinline)) static void free_sampled(void *p, struct roundtrim_thread_counters *c)
+{
+    roundtrim_sample_freed(p);
+    c->free_calls++;
+    c->free_bytes += roundtrim_glibc_header_usable_size(p);
+    roundtrim_next.free(p);
+}
+
+/* Sampling on, and everything else the fast path does not take. In malloc the sampling variant
+ * is a call away: inline, it would cost the plain path two register moves. */
+__attribute__((noinline)) static void *malloc_modes(void *p, struct roundtrim_thread_counters *c)
+{
+    if (roundtrim_fast_glibc == ROUNDTRIM_FAST_SAMPLING) {
+        size_t bytes = roundtrim_glibc_header_usable_size(p);
+        c->malloc_calls++;
+        uint64_t total = c->malloc_bytes + bytes;
+        c->malloc_bytes = total;
+        if (likely(total < c->sample_at))
+            return p;
+        return malloc_sample(p, bytes, c);
+    }
+    if (roundtrim_fast_other == ROUNDTRIM_FAST_SAMPLING && !roundtrim_in_next_alloc) {
+        size_t bytes = roundtrim_next_usable_size(p);
+        c->malloc_calls++;
+        c->malloc_bytes += bytes;
+        roundtrim_sample_countdown(p, bytes, c);
+        return p;
+    }
+    return malloc_slow(p);
+}
+
+__attribute__((noinline)) static void free_modes(void *p, struct roundtrim_thread_counters *c)
+{
+    if (roundtrim_fast_other == ROUNDTRIM_FAST_SAMPLING && !roundtrim_in_next_alloc) {
+        if (unlikely(roundtrim_sample_maybe(p)))
+            roundtrim_sample_freed(p);
+        size_t bytes = roundtrim_next_usable_size(p);
+        c->free_calls++;
+        c->free_bytes += bytes;
+        roundtrim_next.free(p);
+        return;
+    }
+    free_slow(p);
+}
+
 ROUNDTRIM_EXPORT void *malloc(size_t n)
 {
     void *p = roundtrim_next.malloc(n);
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
-        if (likely(roundtrim_fast_glibc)) {
+        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
             c->malloc_calls++;
             c->malloc_bytes += roundtrim_glibc_header_usable_size(p);
             return p;
         }
-        if (roundtrim_fast_other)
+        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
             return malloc_other(p, c);
+        return malloc_modes(p, c);
     }
     return malloc_slow(p);
 }
@@ -81,17 +146,31 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
 ROUNDTRIM_EXPORT void free(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
-    if (likely(p != NULL && c != NULL && !roundtrim_bootstrap_owns(p))) {
-        if (likely(roundtrim_fast_glibc)) {
+    /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
+    if (likely(p != NULL && c != NULL)) {
+        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
             c->free_calls++;
             c->free_bytes += roundtrim_glibc_header_usable_size(p);
             roundtrim_next.free(p);
             return;
         }
-        if (roundtrim_fast_other) {
+        /* A load of its own: reusing the first would cost the plain path a register move. */
+        if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) == ROUNDTRIM_FAST_SAMPLING) {
+            if (unlikely(roundtrim_sample_maybe(p))) {
+                free_sampled(p, c);
+                return;
+            }
+            c->free_calls++;
+            c->free_bytes += roundtrim_glibc_header_usable_size(p);
+            roundtrim_next.free(p);
+            return;
+        }
+        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN) {
             free_other(p, c);
             return;
         }
+        free_modes(p, c);
+        return;
     }
     free_slow(p);
 }
@@ -131,10 +210,13 @@ static void *realloc_block(void *p, size_t n)
     if (roundtrim_in_next_alloc)
         return roundtrim_next.realloc(p, n);
     size_t old = roundtrim_usable_size(p);
+    /* A sampled block is forgotten before the allocator may hand its address to another
+     * thread; when realloc fails, the block stays live unsampled. */
+    roundtrim_sample_free_check(p);
     void *q = roundtrim_next.realloc(p, n);
     if (q) {
         roundtrim_count_free(old);
-        roundtrim_count_alloc(roundtrim_usable_size(q));
+        roundtrim_count_block(q, roundtrim_usable_size(q));
     } else if (n == 0) {
         roundtrim_count_free(old); /* glibc's realloc(p, 0) frees p and returns NULL */
     }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "runtime/export.h"
+#include "runtime/sampler.h"
 #include "runtime/thread_counters.h"
 #include "runtime/next_alloc.h"
 
@@ -98,7 +99,7 @@ static inline void *counted(void *p, uint64_t calls_before)
 {
     if (p && counts_here && !roundtrim_in_next_alloc &&
         roundtrim_thread_block()->malloc_calls == calls_before)
-        roundtrim_count_alloc(roundtrim_usable_size(p));
+        roundtrim_count_block(p, roundtrim_usable_size(p));
     return p;
 }
 
@@ -109,8 +110,10 @@ struct pending_free {
 static inline struct pending_free before_delete(void *p)
 {
     struct pending_free f = {0, roundtrim_thread_block()->free_calls};
-    if (p && counts_here && !roundtrim_in_next_alloc)
+    if (p && counts_here && !roundtrim_in_next_alloc) {
         f.bytes = roundtrim_usable_size(p);
+        roundtrim_sample_free_check(p);
+    }
     return f;
 }
 

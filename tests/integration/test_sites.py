@@ -1,0 +1,198 @@
+"""Allocation sites (ROUNDTRIM_SITES): sampled by bytes, written after each round record, and
+read back as a user would: which call site keeps memory from round to round, and how much."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import LIB, prog
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+MIB = 1024 * 1024
+
+
+def sites_records(res):
+    return [r for r in res.records if r.get("event") == "sites"]
+
+
+def function_at(module, offset):
+    """The function an offset of a binary falls in, from its symbol table (nm), or None."""
+    out = subprocess.run(["nm", "--defined-only", module], capture_output=True, text=True).stdout
+    best = None
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            addr = int(parts[0], 16)
+            if addr <= offset and (best is None or addr > best[0]):
+                best = (addr, parts[2])
+    return best[1] if best else None
+
+
+def site_function(site, module):
+    """The innermost frame of the site that lies in `module`, as a function name."""
+    for f in site["frames"]:
+        if f["module"] == module:
+            return function_at(module, int(f["offset"], 16))
+    return None
+
+
+def site_of(rec, module, function, key="live"):
+    for s in rec[key]:
+        if site_function(s, module) == function:
+            return s
+    return None
+
+
+def test_sampling_is_off_by_default_and_says_so(run_shim):
+    res = run_shim([prog("site_mix"), "--rounds", "2", "--churn-mib", "4"])
+    assert res.returncode == 0, res.stderr
+    start = next(r for r in res.records if r["event"] == "start")
+    assert start["sites_skipped"] == "off"
+    assert sites_records(res) == []
+    assert len(res.rounds) == 2
+
+
+def test_a_sites_record_follows_every_round_record(run_shim):
+    res = run_shim([prog("site_mix"), "--rounds", "4", "--churn-mib", "8"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "65536"})
+    assert res.returncode == 0, res.stderr
+    start = next(r for r in res.records if r["event"] == "start")
+    assert start["sites_skipped"] is None
+    events = [r["event"] for r in res.records if r["event"] in ("round", "sites")]
+    assert events == ["round", "sites"] * 4
+    recs = sites_records(res)
+    assert [r["round"] for r in recs] == [1, 2, 3, 4]
+    for r in recs:
+        assert r["sample_bytes"] == 65536
+        assert r["samples"] > 0 and r["samples_dropped"] == 0 and r["sites_dropped"] == 0
+        assert r["python_frames_skipped"] == "not_python"
+        for key in ("grown", "round_live", "live"):
+            for s in r[key]:
+                assert len(s["site"]) == 16
+                assert s["frames"], s
+                assert all(f["module"] and f["offset"].startswith("0x") for f in s["frames"])
+    # Samples are counted over the whole run: they only grow.
+    assert [r["samples"] for r in recs] == sorted(r["samples"] for r in recs)
+
+
+def test_estimates_match_the_bytes_each_site_holds(run_shim):
+    """keep_blocks keeps 4 MiB more each round in 4 KiB blocks, swap_model holds one 4 MiB
+    block (always sampled, so exact), the churn frees everything it allocates."""
+    exe = prog("site_mix")
+    res = run_shim([exe, "--rounds", "4", "--keep-kib", "4096", "--block", "4096",
+                    "--churn-mib", "16"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "32768"})
+    assert res.returncode == 0, res.stderr
+    last = sites_records(res)[-1]
+    keep = site_of(last, exe, "keep_blocks")
+    model = site_of(last, exe, "swap_model")
+    assert keep and model, json.dumps(last)[:2000]
+    # 16 MiB kept in 4 KiB blocks at a mean of 32 KiB: about 512 samples, a 4.4 % error.
+    assert 0.8 * 16 * MIB < keep["live_bytes"] < 1.2 * 16 * MIB
+    assert 0.7 * 4 * MIB < keep["round_live_bytes"] < 1.3 * 4 * MIB
+    # One block far above the mean stands for itself: its usable size, within a page.
+    assert 4 * MIB <= model["live_bytes"] <= 4 * MIB + 8192
+    assert model["round_live_bytes"] == model["live_bytes"]
+    assert abs(model["grown_bytes"]) <= 8192  # replaced, not grown
+    # The churn's blocks are all freed by the end of each round.
+    assert all(site_function(s, exe) not in ("churn",) for s in last["live"])
+    # The growing site leads the growth list.
+    assert site_function(last["grown"][0], exe) == "keep_blocks"
+
+
+def test_planted_leak_is_the_top_growing_site_within_five_rounds(run_shim):
+    """1 MiB more kept each round among 100 MiB of churn, at the default mean (512 KiB)."""
+    exe = str(prog("site_leak"))
+    res = run_shim([exe, "--rounds", "5", "--churn-mib", "100"],
+                   env={"ROUNDTRIM_SITES": "true"})
+    assert res.returncode == 0, res.stderr
+    recs = sites_records(res)
+    assert len(recs) == 5
+
+    def live_of(rec):
+        out = {}
+        for s in rec["live"]:
+            out[s["site"]] = (s["live_bytes"], site_function(s, exe))
+        return out
+
+    first, last = live_of(recs[0]), live_of(recs[-1])
+    growth = {k: v[0] - first.get(k, (0, None))[0] for k, v in last.items()}
+    top = max(growth, key=growth.get)
+    assert last[top][1] == "cache_round_result", (growth, last)
+    # 4 MiB more over rounds 1..5, give or take the sampling error.
+    assert 1.5 * MIB < growth[top] < 7 * MIB
+
+
+def test_threads_realloc_and_fork_child_are_sampled(run_shim):
+    exe = prog("site_mix")
+    res = run_shim([exe, "--rounds", "3", "--threads", "4", "--churn-mib", "32", "--fork"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "65536"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout_json()[-1] == {"child_status": 0}
+    recs = sites_records(res)
+    pids = sorted({r["pid"] for r in recs})
+    assert len(pids) == 2
+    child = [r for r in recs if r["pid"] != recs[0]["pid"]]
+    assert [r["round"] for r in child] == [1, 2]
+    for r in recs:
+        assert site_of(r, exe, "keep_blocks") is not None
+    # realloc'd blocks are forgotten when moved: the model's site holds one model, not three.
+    parent_last = [r for r in recs if r["pid"] == recs[0]["pid"]][-1]
+    assert site_of(parent_last, exe, "swap_model")["live_bytes"] <= 4 * MIB + 8192
+
+
+@pytest.mark.skipif(not os.path.exists(JEMALLOC), reason="libjemalloc2 is not installed")
+def test_sites_are_sampled_with_jemalloc_after_roundtrim(run_shim):
+    exe = prog("site_mix")
+    res = run_shim([exe, "--rounds", "3", "--keep-kib", "2048", "--churn-mib", "8"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "32768",
+                        "LD_PRELOAD": f"{LIB} {JEMALLOC}"})
+    assert res.returncode == 0, res.stderr
+    last = sites_records(res)[-1]
+    keep = site_of(last, exe, "keep_blocks")
+    assert keep and 0.7 * 6 * MIB < keep["live_bytes"] < 1.3 * 6 * MIB
+
+
+def test_bad_sample_size_warns_once_and_uses_the_default(run_shim):
+    res = run_shim([prog("site_mix"), "--rounds", "1", "--churn-mib", "2"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "12kb"})
+    assert res.returncode == 0
+    warnings = [l for l in res.stderr.splitlines() if "ROUNDTRIM_SITES_SAMPLE" in l]
+    assert len(warnings) == 1 and "12kb" in warnings[0] and "524288" in warnings[0]
+    assert sites_records(res)[0]["sample_bytes"] == 524288
+
+
+def test_cxx_exceptions_keep_the_c_runtime_unwinder(run_shim, tmp_path):
+    """libunwind also defines _Unwind_RaiseException: loaded for stacks, it must not take C++
+    exceptions over from libgcc_s."""
+    res = run_shim([prog("cxx_counts")],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "4096",
+                        "LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(tmp_path / "ld")})
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout.splitlines()[-1])["bad_alloc_caught"] is True
+    bindings = "".join(p.read_text() for p in tmp_path.glob("ld.*"))
+    raise_lines = [l for l in bindings.splitlines()
+                   if "`_Unwind_RaiseException'" in l and "normal symbol" in l]
+    assert raise_lines, "no binding of _Unwind_RaiseException seen"
+    assert all("libgcc_s" in l.split(" to ")[1] for l in raise_lines), raise_lines
+    assert sites_records(res), "sampling did not run"
+
+
+@pytest.mark.skipif(not shutil.which("addr2line"), reason="addr2line is not installed")
+def test_frames_resolve_to_file_and_line(run_shim):
+    """A frame's module and offset are what addr2line takes: the planted site's file:line."""
+    exe = str(prog("site_leak"))
+    res = run_shim([exe, "--rounds", "3", "--churn-mib", "20"],
+                   env={"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "65536"})
+    assert res.returncode == 0, res.stderr
+    last = sites_records(res)[-1]
+    leak = site_of(last, exe, "cache_round_result")
+    assert leak
+    frame = next(f for f in leak["frames"] if f["module"] == exe)
+    out = subprocess.run(["addr2line", "-f", "-e", exe, frame["offset"]],
+                         capture_output=True, text=True).stdout.split("\n")
+    assert out[0] == "cache_round_result"
+    assert out[1].split("/")[-1].startswith("site_leak.c:")
