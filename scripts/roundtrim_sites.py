@@ -271,12 +271,12 @@ def print_process(proc, describe, last, resolver, out):
 # ---- the plot -------------------------------------------------------------------------------
 
 
-def plot_choice(proc, grows):
-    """(sites to draw, title note): the growing sites, else the largest live ones."""
-    records = usable_records(proc.sites)
-    if grows:
-        return [g.site for g in grows[:MAX_PLOT_SITES]], "growing sites"
+def plot_choice(records, grows):
+    """(sites to draw, over every record, and a title note): the growing sites, else the
+    largest live ones at the last round."""
     sites = sites_over(records)
+    if grows:
+        return [sites[g.site.id] for g in grows[:MAX_PLOT_SITES]], "growing sites"
     last = records[-1]["round"]
     largest = sorted((s for s in sites.values() if last in s.live),
                      key=lambda s: -s.live[last])[:MAX_PLOT_SITES]
@@ -284,7 +284,7 @@ def plot_choice(proc, grows):
 
 
 def draw(panels, png, resolver):
-    """panels: [(process title, process, growing sites)]."""
+    """panels: [(title, sites records, the fit's records, growing sites)]."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -292,13 +292,15 @@ def draw(panels, png, resolver):
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.6 * len(panels)), squeeze=False)
-    for ax, (title, proc, grows) in zip(axes[:, 0], panels):
-        sites, note = plot_choice(proc, grows)
+    for ax, (title, records, window, grows) in zip(axes[:, 0], panels):
+        sites, note = plot_choice(records, grows)
         rates = {g.site.id: g.per_round for g in grows}
-        records = usable_records(proc.sites)
+        if grows and len(records) > len(window):
+            ax.axvspan(window[0]["round"], window[-1]["round"], color="#999999", alpha=0.12,
+                       label="rounds of the fit")
+        xs = [r["round"] for r in records]
         for site in sites:
-            # Every round of the log, not only the fit's window; unknown rounds stay gaps.
-            xs = [r["round"] for r in records]
+            # Every round of the log, not only the fit's; rounds where it is unknown are gaps.
             ys = [site.live[x] / KIB / KIB if x in site.live else math.nan for x in xs]
             label = best_name(site.entry, resolver)
             if len(label) > 60:
@@ -329,10 +331,12 @@ def report(procs, describe, last, png, out, err):
     about the plot, or None."""
     resolver = Resolver()
     panels = []
+    last = last or DEFAULT_LAST
     for proc in procs:
-        grows = print_process(proc, describe, last or DEFAULT_LAST, resolver, out)
-        if usable_records(proc.sites):
-            panels.append((f"process {proc.pid}", proc, grows))
+        grows = print_process(proc, describe, last, resolver, out)
+        records = usable_records(proc.sites)
+        if records:
+            panels.append((f"process {proc.pid}", records, records[-last:], grows))
     out.flush()
     if not png:
         return None

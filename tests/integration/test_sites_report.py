@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import LIB
+
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIM = REPO / "scripts" / "roundtrim"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -344,6 +346,24 @@ def test_help_describes_sites():
                        timeout=60)
     assert r.returncode == 0
     assert "--sites" in r.stdout and "--last K" in r.stdout
+
+
+# ---- roundtrim run --sites ---------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not LIB.exists(), reason="run 'make' first: needs the library")
+def test_run_sites_turns_sampling_on_or_says_the_library_cannot():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ROUNDTRIM_") and k != "LD_PRELOAD"}
+    r = subprocess.run([str(ROUNDTRIM), "run", "--sites", "sh", "-c",
+                        'printf "%s\\n" "$ROUNDTRIM_SITES"'], env=env, capture_output=True,
+                       text=True, timeout=60)
+    if b"ROUNDTRIM_SITES" in LIB.read_bytes():
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == "true\n"
+    else:
+        assert r.returncode == 1 and r.stdout == ""
+        assert "cannot sample allocation sites" in r.stderr and str(LIB) in r.stderr
 
 
 # ---- the benchmark's reading of the same records ----------------------------------------------
