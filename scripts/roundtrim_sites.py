@@ -53,7 +53,11 @@ def human_rate(bytes_per_round):
 
 
 def number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A number of the log within what the library writes (64-bit counters); None for anything
+    else, NaN and Infinity included (Python's JSON parser lets them through)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if abs(value) < 2.0**64 else None
 
 
 def site_entries(record):

@@ -41,6 +41,7 @@ class ElfFile:
             self._read(f)
 
     def _read(self, f):
+        self.file_size = os.fstat(f.fileno()).st_size
         ident = f.read(16)
         if len(ident) < 16 or ident[:4] != ELF_MAGIC:
             raise ElfError("not an ELF file")
@@ -61,8 +62,10 @@ class ElfFile:
         self.functions = self._functions()
         del self._f
 
-    @staticmethod
-    def _at(f, offset, size):
+    def _at(self, f, offset, size):
+        # Sizes come from the file: checked against it before anything is read or allocated.
+        if offset < 0 or size < 0 or offset + size > self.file_size:
+            raise ElfError("truncated ELF file")
         f.seek(offset)
         data = f.read(size)
         if len(data) != size:
