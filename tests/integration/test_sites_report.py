@@ -408,3 +408,25 @@ def test_bench_sees_sampling_in_the_option_table(tmp_path, table, strings, sampl
     (tmp_path / "libroundtrim.so").write_bytes(b"\x7fELF" + strings)
     bench.BUILD, bench.LIB = str(tmp_path), str(tmp_path / "libroundtrim.so")
     assert bench.library_has_sampling() is sampling
+
+
+def test_bench_detection_ranks_the_planted_site_by_the_reports_fit(leak_binary, tmp_path):
+    """The planted site keeps 1 MiB more each round while a replaced 8 MiB model tops every
+    round's round_live list: by the record's top the planted site never leads, by the report's
+    fit it leads from round 3 on, and `roundtrim report --sites` names it."""
+    bench = load_bench()
+    planted = [frame(leak_binary["exe"], leak_binary["offset"])]
+    model = [frame(leak_binary["exe"], leak_binary["offset"] - 4, "load_model+0x10")]
+
+    def fake_run(section, argv, env_delta=None, **kw):
+        with open(env_delta["ROUNDTRIM_LOG"], "w") as f:
+            for n in range(1, 7):
+                leak = site("00000000000000aa", n * MIB, frames=planted)
+                weights = site("00000000000000bb", 8 * MIB, frames=model)
+                f.write(json.dumps(round_record(4, n)) + "\n")
+                f.write(json.dumps(sites_record(4, n, [weights, leak], [weights, leak])) + "\n")
+
+    bench.run = fake_run
+    found = bench.roundtrim_detection(["site_leak"], "hold_round_buffers", str(tmp_path), "C")
+    assert found == {"records": 6, "first_round": None, "first_round_fit": 3,
+                     "report_names": True}
