@@ -170,10 +170,17 @@ def write_log(path, records, cut=()):
     return path
 
 
+def plain_env(**extra):
+    """The runner's environment without roundtrim's variables or a preload."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("ROUNDTRIM_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
 def report(*args, env=None):
-    return subprocess.run([str(ROUNDTRIM), "report", *map(str, args)],
-                          env=env or dict(os.environ), capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([str(ROUNDTRIM), "report", *map(str, args)], env=env or plain_env(),
+                          capture_output=True, text=True, timeout=120)
 
 
 def entries(text):
@@ -253,7 +260,7 @@ def test_the_elf_symbol_table_names_a_frame_without_addr2line(shared_log, leak_b
         found = shutil.which(tool)
         if found:
             (bindir / tool).symlink_to(found)
-    env = dict(os.environ, PATH=str(bindir))
+    env = plain_env(PATH=str(bindir))
     r = report("--sites", shared_log, "--pid", "4102", env=env)
     assert r.returncode == 0, r.stderr
     assert f"hold_round_buffers+0x8  ({leak_binary['exe']})" in r.stdout
@@ -342,8 +349,7 @@ def test_png_draws_the_sites(shared_log, tmp_path):
 
 
 def test_help_describes_sites():
-    r = subprocess.run([str(ROUNDTRIM), "report", "--help"], capture_output=True, text=True,
-                       timeout=60)
+    r = report("--help")
     assert r.returncode == 0
     assert "--sites" in r.stdout and "--last K" in r.stdout
 
@@ -353,8 +359,7 @@ def test_help_describes_sites():
 
 @pytest.mark.skipif(not LIB.exists(), reason="run 'make' first: needs the library")
 def test_run_sites_turns_sampling_on_or_says_the_library_cannot():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("ROUNDTRIM_") and k != "LD_PRELOAD"}
+    env = plain_env()
     r = subprocess.run([str(ROUNDTRIM), "run", "--sites", "sh", "-c",
                         'printf "%s\\n" "$ROUNDTRIM_SITES"'], env=env, capture_output=True,
                        text=True, timeout=60)
@@ -370,7 +375,8 @@ def test_run_sites_turns_sampling_on_or_says_the_library_cannot():
 
 
 def load_bench():
-    sys.path.insert(0, str(REPO / "scripts"))
+    if str(REPO / "scripts") not in sys.path:  # bench imports the report's modules
+        sys.path.insert(0, str(REPO / "scripts"))
     loader = importlib.machinery.SourceFileLoader("bench", str(REPO / "scripts" / "bench"))
     spec = importlib.util.spec_from_loader("bench", loader)
     bench = importlib.util.module_from_spec(spec)
