@@ -1,7 +1,7 @@
 # The roundtrim command's helpers: the option-table printer behind `roundtrim env` and the
 # README's variable table, and the installation of the command, its helpers and the examples:
 #   $(PREFIX)/bin/roundtrim
-#   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report
+#   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report (and its modules)
 #   $(PREFIX)/share/roundtrim/examples/
 
 ROUNDTRIM_OPTIONS_SRCS := scripts/roundtrim-options.c $(POLICY_SRCS)
@@ -19,6 +19,8 @@ install-scripts: $(BUILD)/roundtrim-options
 	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples
 	install -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
 	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
+	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
+	install -m 0644 scripts/roundtrim_sites.py scripts/roundtrim_symbols.py \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
 	    scripts/examples/pod.yaml $(DESTDIR)$(PREFIX)/share/roundtrim/examples/

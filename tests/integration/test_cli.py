@@ -489,6 +489,15 @@ def test_installed_command_finds_its_library_and_helpers(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "process 4101" in r.stdout
+    sites_log = tmp_path / "sites.jsonl"  # the sites report's modules are installed too
+    sites_log.write_text("".join(json.dumps({
+        "event": "sites", "pid": 9, "round": n, "sample_bytes": 524288, "round_live": [],
+        "live": [{"site": "a1", "live_bytes": n << 20, "python": [], "frames": []}]}) + "\n"
+        for n in (1, 2, 3)))
+    r = subprocess.run([link, "report", "--sites", sites_log], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "1. +1.0 MiB/round  live 3.0 MiB at round 3" in r.stdout
     for example in ("sub_start.sh", "entrypoint.sh", "Dockerfile", "pod.yaml"):
         assert (prefix / "share" / "roundtrim" / "examples" / example).is_file()
 

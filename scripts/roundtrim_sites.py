@@ -1,0 +1,359 @@
+"""roundtrim report --sites: the allocation sites whose live bytes grow round after round.
+
+With ROUNDTRIM_SITES=true the library samples allocations by bytes and writes, after each round
+record, a "sites" record: the top sites by live bytes gained since the previous record ("grown"),
+by bytes of the round still live at its end ("round_live") and by live bytes ("live"), each with
+its estimated live bytes and its stack (Python frames, then native frames as module + offset).
+This module reads those records per process, fits a least-squares line to each site's live bytes
+over the last rounds, and prints the sites that grow, with their stacks, naming native frames
+the log left unnamed (roundtrim_symbols).
+
+A site appears in a record only while it is among the top sites, so a round where it is absent
+tells nothing about it: the fit uses the rounds where it is known, needs 3 of them, and needs
+the last round of the window (a site that dropped out of the lists may have been freed).
+"""
+
+import importlib.util
+import math
+
+from roundtrim_symbols import Resolver
+
+KIB = 1024.0
+DEFAULT_LAST = 5
+MIN_POINTS = 3
+DEFAULT_SAMPLE_BYTES = 524288
+MAX_SITES_SHOWN = 10
+MAX_NATIVE_FRAMES = 8
+MAX_PLOT_SITES = 8
+MAX_PANELS = 6
+NO_SITES = ("no sites records: run with ROUNDTRIM_SITES=true or roundtrim run --sites to "
+            "sample allocation sites")
+
+
+# ---- units ----------------------------------------------------------------------------------
+
+
+def human_bytes(n):
+    """1536 -> '1.5 KiB'; 1048576 -> '1.0 MiB'."""
+    sign = "-" if n < 0 else ""
+    n = abs(float(n))
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024.0 or unit == "GiB":
+            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{sign}{n:.1f} TiB"
+
+
+def human_rate(bytes_per_round):
+    text = human_bytes(bytes_per_round)
+    return ("+" if bytes_per_round >= 0 else "") + text + "/round"
+
+
+# ---- reading the records ----------------------------------------------------------------------
+
+
+def number(value):
+    """A number of the log within what the library writes (64-bit counters); None for anything
+    else, NaN and Infinity included (Python's JSON parser lets them through)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if abs(value) < 2.0**64 else None
+
+
+def site_entries(record):
+    """{site id: SITE} of the lists of a sites record (a site may be in several)."""
+    entries = {}
+    for key in ("live", "round_live", "grown"):
+        items = record.get(key)
+        if not isinstance(items, list):
+            continue
+        for site in items:
+            if (isinstance(site, dict) and isinstance(site.get("site"), str)
+                    and number(site.get("live_bytes")) is not None):
+                entries.setdefault(site["site"], site)
+    return entries
+
+
+def usable_records(records):
+    """The process's sites records with a round number, one per round (the last written wins),
+    in round order."""
+    by_round = {}
+    for rec in records:
+        if number(rec.get("round")) is not None:
+            by_round[rec["round"]] = rec
+    return [by_round[r] for r in sorted(by_round)]
+
+
+class Site:
+    """One site's live bytes per round, and its latest entry (for the stack)."""
+
+    def __init__(self, site_id):
+        self.id = site_id
+        self.live = {}
+        self.entry = None
+
+    def add(self, round_number, entry):
+        self.live[round_number] = entry["live_bytes"]
+        self.entry = entry
+
+
+def sites_over(records):
+    sites = {}
+    for rec in records:
+        for site_id, entry in site_entries(rec).items():
+            sites.setdefault(site_id, Site(site_id)).add(rec["round"], entry)
+    return sites
+
+
+def slope(points):
+    """Least-squares slope of [(x, y)], or None."""
+    n = len(points)
+    if n < 2:
+        return None
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
+class Growth:
+    def __init__(self, site, points, per_round):
+        self.site = site
+        self.points = points
+        self.per_round = per_round
+        self.rises = sum(1 for (_, a), (_, b) in zip(points, points[1:]) if b > a)
+
+    @property
+    def last_live(self):
+        return self.points[-1][1]
+
+
+def growing_sites(window):
+    """The sites of the window's records that grow: known in at least MIN_POINTS rounds
+    including the last, with a positive slope whose growth over the window is at least one
+    sampling interval (less is within the noise of byte sampling). Largest slope first.
+    Returns (growing, number of sites seen in the window)."""
+    sites = sites_over(window)
+    last_round = window[-1]["round"]
+    interval = number(window[-1].get("sample_bytes")) or DEFAULT_SAMPLE_BYTES
+    grows = []
+    for site in sites.values():
+        points = sorted(site.live.items())
+        if len(points) < MIN_POINTS or points[-1][0] != last_round:
+            continue
+        per_round = slope(points)
+        if per_round is None or per_round <= 0:
+            continue
+        if per_round * (points[-1][0] - points[0][0]) < interval:
+            continue
+        grows.append(Growth(site, points, per_round))
+    grows.sort(key=lambda g: (-g.per_round, -g.last_live, g.site.id))
+    return grows, len(sites)
+
+
+# ---- stacks ---------------------------------------------------------------------------------
+
+
+def python_frames(entry):
+    frames = entry.get("python")
+    return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+
+
+def native_frames(entry):
+    frames = entry.get("frames")
+    return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+
+
+def python_text(frame):
+    file = frame.get("file") or "?"
+    line = frame.get("line")
+    function = frame.get("function") or "?"
+    return f"{file}:{line if line is not None else '?'} {function}"
+
+
+def stack_lines(entry, resolver):
+    lines = [python_text(f) for f in python_frames(entry)]
+    natives = native_frames(entry)
+    lines += [resolver.text(f) for f in natives[:MAX_NATIVE_FRAMES]]
+    if len(natives) > MAX_NATIVE_FRAMES:
+        lines.append(f"... {len(natives) - MAX_NATIVE_FRAMES} more native frames")
+    if not lines:
+        lines.append("(no frames recorded)")
+    return lines
+
+
+def best_name(entry, resolver):
+    """What a person calls the site: its innermost Python frame, else its first named native
+    frame, else its first module+offset."""
+    for frame in python_frames(entry):
+        file = str(frame.get("file") or "?").rsplit("/", 1)[-1]
+        return f"{frame.get('function') or '?'} ({file}:{frame.get('line', '?')})"
+    natives = native_frames(entry)
+    for frame in natives:
+        name = resolver.name(frame)
+        if name:
+            return name
+    if natives:
+        module = str(natives[0].get("module") or "?").rsplit("/", 1)[-1]
+        return f"{module}+{natives[0].get('offset') or '?'}"
+    return "site " + entry.get("site", "?")
+
+
+# ---- the text -------------------------------------------------------------------------------
+
+
+def rounds_text(records):
+    first, last = records[0]["round"], records[-1]["round"]
+    return f"round {first}" if first == last else f"rounds {first}-{last}"
+
+
+def header_lines(records):
+    last = records[-1]
+    bits = [f"{len(records)} sites record{'s' if len(records) != 1 else ''} "
+            f"({rounds_text(records)})"]
+    interval = number(last.get("sample_bytes"))
+    if interval:
+        bits.append(f"one sample per {human_bytes(interval)} allocated on average")
+    if number(last.get("samples")) is not None:
+        bits.append(f"{last['samples']} samples, {last.get('samples_live', '?')} live, "
+                    f"{last.get('sites', '?')} sites")
+    lines = ["  " + "; ".join(bits)]
+    dropped = number(last.get("samples_dropped")) or 0
+    site_drops = number(last.get("sites_dropped")) or 0
+    if dropped or site_drops:
+        lines.append(f"  estimates are low: {dropped} samples dropped (live table full), "
+                     f"{site_drops} without a site entry")
+    skipped = last.get("python_frames_skipped")
+    if isinstance(skipped, str) and skipped != "not_python":
+        lines.append(f"  Python frames not read: {skipped}")
+    return lines
+
+
+def print_process(proc, describe, last, resolver, out):
+    """The growing sites of one process; returns its growing sites (for the plot)."""
+    print(describe(proc), file=out)
+    records = usable_records(proc.sites)
+    if not records:
+        print(f"  {NO_SITES}", file=out)
+        print(file=out)
+        return []
+    for line in header_lines(records):
+        print(line, file=out)
+    window = records[-last:]
+    if len(window) < MIN_POINTS:
+        print(f"  a trend needs {MIN_POINTS} rounds with sites records; this process has "
+              f"{len(window)}", file=out)
+        print(file=out)
+        return []
+    grows, seen = growing_sites(window)
+    print(f"  {len(grows)} of {seen} sites grow over {rounds_text(window)} (the last "
+          f"{len(window)} with sites records; least-squares slope of each site's live bytes)",
+          file=out)
+    if not grows:
+        print("  no site grows: every site known in these rounds holds as much or less, or "
+              "grew by less than one sampling interval", file=out)
+        print(file=out)
+        return []
+    frames = [f for g in grows[:MAX_SITES_SHOWN] for f in native_frames(g.site.entry)
+              [:MAX_NATIVE_FRAMES]]
+    resolver.resolve_all(frames)
+    for n, g in enumerate(grows[:MAX_SITES_SHOWN], 1):
+        print(f"  {n:>2}. {human_rate(g.per_round)}  live {human_bytes(g.last_live)} at round "
+              f"{g.points[-1][0]}  grew in {g.rises} of {len(g.points) - 1} steps  "
+              f"(site {g.site.id})", file=out)
+        for line in stack_lines(g.site.entry, resolver):
+            print(f"        {line}", file=out)
+    if len(grows) > MAX_SITES_SHOWN:
+        print(f"  ... and {len(grows) - MAX_SITES_SHOWN} more growing sites, each slower",
+              file=out)
+    print(file=out)
+    return grows
+
+
+# ---- the plot -------------------------------------------------------------------------------
+
+
+def plot_choice(records, grows):
+    """(sites to draw, over every record, and a title note): the growing sites, else the
+    largest live ones at the last round."""
+    sites = sites_over(records)
+    if grows:
+        return [sites[g.site.id] for g in grows[:MAX_PLOT_SITES]], "growing sites"
+    last = records[-1]["round"]
+    largest = sorted((s for s in sites.values() if last in s.live),
+                     key=lambda s: -s.live[last])[:MAX_PLOT_SITES]
+    return largest, "no growing site: the largest live sites"
+
+
+def draw(panels, png, resolver):
+    """panels: [(title, sites records, the fit's records, growing sites)]."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.6 * len(panels)), squeeze=False)
+    for ax, (title, records, window, grows) in zip(axes[:, 0], panels):
+        sites, note = plot_choice(records, grows)
+        rates = {g.site.id: g.per_round for g in grows}
+        if grows and len(records) > len(window):
+            ax.axvspan(window[0]["round"], window[-1]["round"], color="#999999", alpha=0.12,
+                       label="rounds of the fit")
+        xs = [r["round"] for r in records]
+        for site in sites:
+            # Every round of the log, not only the fit's; rounds where it is unknown are gaps.
+            ys = [site.live[x] / KIB / KIB if x in site.live else math.nan for x in xs]
+            label = best_name(site.entry, resolver)
+            if len(label) > 60:
+                label = label[:57] + "..."
+            if site.id in rates:
+                label += f"  {human_rate(rates[site.id])}"
+            ax.plot(xs, ys, marker="o", ms=4, lw=1.6, label=label)
+        ax.set_title(f"{title}: {note}", fontsize=11, loc="left")
+        ax.set_xlabel("round")
+        ax.set_ylabel("live bytes (MiB, sampled estimate)")
+        ax.set_ylim(bottom=0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, alpha=0.3)
+        if sites:
+            ax.legend(loc="upper left", fontsize=9, frameon=False, bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle("roundtrim: live bytes of allocation sites per round", fontsize=13, x=0.01,
+                 ha="left")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+# ---- entry ----------------------------------------------------------------------------------
+
+
+def report(procs, describe, last, png, out, err):
+    """Prints the growing sites of each process and draws the plot; returns an error message
+    about the plot, or None."""
+    resolver = Resolver()
+    panels = []
+    last = last or DEFAULT_LAST
+    for proc in procs:
+        grows = print_process(proc, describe, last, resolver, out)
+        records = usable_records(proc.sites)
+        if records:
+            panels.append((f"process {proc.pid}", records, records[-last:], grows))
+    out.flush()
+    if not png:
+        return None
+    if len(panels) > MAX_PANELS:
+        print(f"roundtrim report: plotting the first {MAX_PANELS} of {len(panels)} processes; "
+              "use --pid to pick one", file=err)
+        panels = panels[:MAX_PANELS]
+    if importlib.util.find_spec("matplotlib") is None:
+        return (f"cannot draw {png}: matplotlib is not installed (Debian/Ubuntu: apt-get install "
+                "python3-matplotlib)")
+    try:
+        draw(panels, png, resolver)
+    except (OSError, RuntimeError, ValueError) as e:
+        return f"cannot draw {png}: {e}"
+    print(f"plot written to {png}", file=out)
+    return None
