@@ -196,3 +196,20 @@ def test_frames_resolve_to_file_and_line(run_shim):
                          capture_output=True, text=True).stdout.split("\n")
     assert out[0] == "cache_round_result"
     assert out[1].split("/")[-1].startswith("site_leak.c:")
+
+
+def test_report_names_the_planted_leak_with_file_and_line(run_shim):
+    """End to end, as a user runs it: five rounds of the C program with its planted leak among
+    100 MiB of churn per round, then `roundtrim report --sites` on the log."""
+    from conftest import ROOT
+
+    exe = str(prog("site_leak"))
+    res = run_shim([exe, "--rounds", "5", "--churn-mib", "100"], env={"ROUNDTRIM_SITES": "true"})
+    assert res.returncode == 0, res.stderr
+    rep = subprocess.run([str(ROOT / "scripts" / "roundtrim"), "report", "--sites",
+                          str(res.log_path)], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    lines = rep.stdout.splitlines()
+    first = next(i for i, l in enumerate(lines) if l.strip().startswith("1. +"))
+    assert "MiB/round" in lines[first]
+    assert "cache_round_result at " in lines[first + 1] and "site_leak.c:" in lines[first + 1]
