@@ -118,3 +118,36 @@ def test_interpreter_before_311_reads_nothing_and_says_why(tmp_path):
     out, _ = probe(TOO_OLD, tmp_path)
     assert out["unavailable"] == "python_version"
     assert out["held"] == {"n": 0, "frames": []}
+
+
+@pytest.mark.parametrize("python", READABLE)
+def test_frames_read_inside_every_malloc_of_five_threads(python, tmp_path):
+    """As the sampler reads them: inside malloc, at every call, while frames are being set up,
+    threads start and end, coroutines and generators switch, and the interpreter finalizes."""
+    if python != PYTHON and not os.access(python, os.X_OK):
+        pytest.skip(f"{python} is not installed")
+    lib = BUILD / "tests" / "libpy_frames_malloc.so"
+    if not lib.exists():
+        pytest.fail(f"{lib} is missing: run the tests through 'make check'")
+    env = shim_env(preload=False)
+    env["LD_PRELOAD"] = str(lib)
+    res = subprocess.run(
+        [python, str(SCRIPT.with_name("frames_malloc_workload.py"))],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ""
+    out = json.loads(res.stdout)
+    assert out["unavailable"] == ""
+    assert out["samples"] > 10000
+    assert out["with_frames"] > 10000
+    assert out["frames"] > 5 * out["with_frames"]
+    assert out["unnamed"] == 0
+    assert out["bad_line"] == 0
+    assert out["marked"] > 1000  # mallocs made under churn() name it
+    # 100 mallocs with the GIL released: none of them read a frame.
+    assert out["released_without_frames"] == 100
