@@ -96,6 +96,7 @@ static const struct frames_layout layouts[] = {
 };
 
 #define OB_TYPE             8  /* PyObject: refcount, then the type */
+#define TP_BASICSIZE        32 /* PyTypeObject: after the header and tp_name */
 #define OB_SIZE             16 /* PyVarObject: the code object's length in code units */
 #define CODE_UNIT           2  /* sizeof(_Py_CODEUNIT) */
 #define OWNER_GENERATOR     1  /* FRAME_OWNED_BY_GENERATOR, the same in 3.11 to 3.13 */
@@ -215,6 +216,14 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
         load_ptr(fr.str_type, OB_TYPE) != type_type) {
         why_not =
             dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") ? "free_threaded" : "python_layout";
+        return;
+    }
+    /* The types state their objects' sizes: a code object's fixed part ends where its
+     * instructions start, and a str's where the non-compact form's data pointer follows the
+     * compact header. A release that moved those is refused, not misread. */
+    if ((size_t)load_ptr(fr.code_type, TP_BASICSIZE) != l->code_adaptive ||
+        (size_t)load_ptr(fr.str_type, TP_BASICSIZE) != l->str_compact_size + sizeof(void *)) {
+        why_not = "python_layout";
         return;
     }
     fr.layout = l;
