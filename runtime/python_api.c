@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "runtime/python_frames.h"
+
 struct roundtrim_py_api roundtrim_py __attribute__((visibility("hidden")));
 
 struct sym {
@@ -139,6 +141,7 @@ bool roundtrim_py_resolve(void)
         roundtrim_py.GC_IsEnabled = NULL;
     roundtrim_py.hooks = roundtrim_py.minor >= 8 && roundtrim_py.InterpreterState_Get &&
                          resolve_all(hook_syms, sizeof hook_syms / sizeof hook_syms[0]);
+    roundtrim_python_frames_init(&roundtrim_py);
     __atomic_store_n(&roundtrim_py.found, true, __ATOMIC_RELEASE);
     return true;
 }

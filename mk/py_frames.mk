@@ -1,0 +1,17 @@
+# The Python frame reader in a library the tests load into each interpreter through ctypes,
+# with UBSan watching its reads.
+PY_FRAMES_PROBE := $(BUILD)/tests/libpy_frames_probe.so
+CHECK_DEPS += $(PY_FRAMES_PROBE)
+$(PY_FRAMES_PROBE): tests/programs/libpy_frames_probe.c runtime/python_frames.c \
+                    runtime/python_api.c runtime/python_frames.h runtime/python_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. -fsanitize=undefined \
+	    -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -ldl
+
+# The same reader inside malloc, preloaded into Python (no sanitizer: it replaces malloc).
+PY_FRAMES_MALLOC := $(BUILD)/tests/libpy_frames_malloc.so
+CHECK_DEPS += $(PY_FRAMES_MALLOC)
+$(PY_FRAMES_MALLOC): tests/programs/libpy_frames_malloc.c runtime/python_frames.c \
+                     runtime/python_api.c runtime/python_frames.h runtime/python_api.h
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(filter %.c,$^) -o $@ -ldl
