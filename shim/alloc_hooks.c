@@ -1,6 +1,8 @@
 /* The malloc family as the process sees it: forward to the next allocator, count on this
  * thread's own counters, nothing else. Byte counts are usable sizes, so malloc_bytes - free_bytes
- * is exactly the change in bytes held by live blocks. */
+ * is exactly the change in bytes held by live blocks. With jemalloc after roundtrim, a thread
+ * whose block reads jemalloc's own counters (see thread_counters.h) only counts the call and
+ * copies jemalloc's figure, after forwarding. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -14,10 +16,16 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+static void count_other_block(void *p);
+
 static inline void count_new_block(void *p)
 {
-    if (likely(p != NULL) && !roundtrim_in_next_alloc)
-        roundtrim_count_alloc(roundtrim_usable_size(p));
+    if (likely(p != NULL) && !roundtrim_in_next_alloc) {
+        if (likely(roundtrim_glibc_sizes))
+            roundtrim_count_alloc(roundtrim_glibc_header_usable_size(p));
+        else
+            count_other_block(p);
+    }
 }
 
 /* The fast paths below handle the common case inline (a glibc block, a thread already counted,
@@ -29,21 +37,31 @@ __attribute__((noinline, cold)) static void *malloc_slow(void *p)
     return p;
 }
 
+static void free_other(void *p, struct roundtrim_thread_counters *c);
+
 __attribute__((noinline, cold)) static void free_slow(void *p)
 {
     roundtrim_worker_poll();
     if (p == NULL || roundtrim_bootstrap_owns(p))
         return;
+    if (!roundtrim_in_next_alloc && !roundtrim_glibc_sizes) {
+        free_other(p, roundtrim_thread_block()); /* the block is taken before jemalloc counts */
+        return;
+    }
     if (!roundtrim_in_next_alloc)
         roundtrim_count_free(roundtrim_usable_size(p));
     roundtrim_next.free(p);
 }
 
-/* Another allocator than glibc: its malloc_usable_size gives the size (a call, so kept out of
- * the glibc path, which then needs no stack frame). A call that comes back from inside that
- * malloc_usable_size is only forwarded. */
+/* Another allocator than glibc: jemalloc's counters (read after the call), or its
+ * malloc_usable_size gives the size (a call, so kept out of the glibc path, which then needs no
+ * stack frame). A call that comes back from inside that malloc_usable_size is only forwarded. */
 __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_thread_counters *c)
 {
+    if (likely(c->je_allocated != NULL)) {
+        roundtrim_je_count_alloc(c);
+        return p;
+    }
     if (unlikely(roundtrim_in_next_alloc))
         return p;
     size_t n = roundtrim_next_usable_size(p);
@@ -52,7 +70,8 @@ __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_th
     return p;
 }
 
-__attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
+__attribute__((noinline)) static void free_sized_by_allocator(void *p,
+                                                              struct roundtrim_thread_counters *c)
 {
     if (likely(!roundtrim_in_next_alloc)) {
         size_t n = roundtrim_next_usable_size(p);
@@ -60,6 +79,30 @@ __attribute__((noinline)) static void free_other(void *p, struct roundtrim_threa
         c->free_bytes += n;
     }
     roundtrim_next.free(p);
+}
+
+/* The usable-size route apart, so that the jemalloc route keeps a minimal frame. */
+__attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
+{
+    if (unlikely(c->je_deallocated == NULL)) {
+        free_sized_by_allocator(p, c);
+        return;
+    }
+    roundtrim_next.free(p);
+    roundtrim_je_count_free(c);
+}
+
+/* A block handed out before this thread had its counters: on the jemalloc route the block
+ * taken now starts from jemalloc's figure, which already holds p, so p is added back. */
+__attribute__((noinline)) static void count_other_block(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_block;
+    if (unlikely(c == NULL)) {
+        c = roundtrim_thread_register();
+        if (c->je_allocated)
+            c->je_allocated_off += roundtrim_next_usable_size(p);
+    }
+    malloc_other(p, c);
 }
 
 ROUNDTRIM_EXPORT void *malloc(size_t n)
@@ -116,6 +159,21 @@ ROUNDTRIM_EXPORT void *calloc(size_t n, size_t size)
     return p;
 }
 
+/* jemalloc counts realloc as a free of the old block and an allocation of the new one, as we
+ * do; realloc(p, 0) that frees p counts as a free. */
+static void *realloc_jemalloc(void *p, size_t n)
+{
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    void *q = roundtrim_next.realloc(p, n);
+    if (q) {
+        roundtrim_je_count_free(c);
+        roundtrim_je_count_alloc(c);
+    } else if (n == 0) {
+        roundtrim_je_count_free(c);
+    }
+    return q;
+}
+
 static void *realloc_block(void *p, size_t n)
 {
     if (p == NULL)
@@ -130,6 +188,8 @@ static void *realloc_block(void *p, size_t n)
     }
     if (roundtrim_in_next_alloc)
         return roundtrim_next.realloc(p, n);
+    if (unlikely(!roundtrim_glibc_sizes) && roundtrim_thread_block()->je_allocated)
+        return realloc_jemalloc(p, n);
     size_t old = roundtrim_usable_size(p);
     void *q = roundtrim_next.realloc(p, n);
     if (q) {
