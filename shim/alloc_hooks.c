@@ -70,8 +70,8 @@ __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_th
     return p;
 }
 
-__attribute__((noinline)) static void free_sized_by_allocator(void *p,
-                                                              struct roundtrim_thread_counters *c)
+__attribute__((noinline)) static void free_by_usable_size(void *p,
+                                                          struct roundtrim_thread_counters *c)
 {
     if (likely(!roundtrim_in_next_alloc)) {
         size_t n = roundtrim_next_usable_size(p);
@@ -85,15 +85,16 @@ __attribute__((noinline)) static void free_sized_by_allocator(void *p,
 __attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
 {
     if (unlikely(c->je_deallocated == NULL)) {
-        free_sized_by_allocator(p, c);
+        free_by_usable_size(p, c);
         return;
     }
     roundtrim_next.free(p);
     roundtrim_je_count_free(c);
 }
 
-/* A block handed out before this thread had its counters: on the jemalloc route the block
- * taken now starts from jemalloc's figure, which already holds p, so p is added back. */
+/* A block another allocator than glibc handed out. When it is the thread's first, its counters
+ * are taken only now: on the jemalloc route they start from jemalloc's figure, which already
+ * holds p, so p is added back. */
 __attribute__((noinline)) static void count_other_block(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;

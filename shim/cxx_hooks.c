@@ -100,13 +100,15 @@ static inline void *op(enum cxx_op i)
  * figure excludes the block). */
 static inline void *counted(void *p, uint64_t calls_before)
 {
+    if (!p || !counts_here || roundtrim_in_next_alloc)
+        return p;
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
-    if (p && counts_here && !roundtrim_in_next_alloc && c->malloc_calls == calls_before) {
-        if (c->je_allocated)
-            roundtrim_je_count_alloc(c);
-        else
-            roundtrim_count_alloc(roundtrim_usable_size(p));
-    }
+    if (c->malloc_calls != calls_before)
+        return p;
+    if (c->je_allocated)
+        roundtrim_je_count_alloc(c);
+    else
+        roundtrim_count_alloc(roundtrim_usable_size(p));
     return p;
 }
 
@@ -125,13 +127,15 @@ static inline struct pending_free before_delete(void *p)
 
 static inline void after_delete(void *p, struct pending_free f)
 {
+    if (!p || !counts_here || roundtrim_in_next_alloc)
+        return;
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
-    if (p && counts_here && !roundtrim_in_next_alloc && c->free_calls == f.calls_before) {
-        if (c->je_deallocated)
-            roundtrim_je_count_free(c);
-        else
-            roundtrim_count_free(f.bytes);
-    }
+    if (c->free_calls != f.calls_before)
+        return;
+    if (c->je_deallocated)
+        roundtrim_je_count_free(c);
+    else
+        roundtrim_count_free(f.bytes);
 }
 
 /* Without any C++ runtime after us (no caller could then exist, but be safe), fall back on the
