@@ -4,11 +4,11 @@
  * records. At every boundary the program's own threads are idle.
  *
  *   thread_turnover threads
- *     round 1: helper threads start and wait; a thread that has allocated nothing yet ends the
- *              first round, which starts roundtrim's worker from that thread (roundtrim's own
- *              allocations there are not the program's);
- *     round 2: that thread allocates and exits; three threads allocate, keep blocks and exit;
- *              two more allocate and stay;
+ *     round 1: helper threads start and wait; the round signal ends the round;
+ *     round 2: a thread that has allocated nothing yet makes the process's first call after
+ *              the signal, which starts roundtrim's worker on that thread (roundtrim's own
+ *              allocations there are not the program's), allocates and exits; three threads
+ *              allocate, keep blocks and exit; two more allocate and stay;
  *     round 3: those two free blocks the exited threads kept, allocate, exit; one more comes
  *              and goes;
  *     round 4: the main thread frees everything that is left.
@@ -27,6 +27,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,19 +131,22 @@ static void churn(int slot, unsigned seed)
 static void *helper(void *arg)
 {
     (void)arg;
-    wait_stage(1);
+    wait_stage(2);
     return NULL;
 }
 
-/* Ends round 1 before it allocated anything itself, then allocates in round 2 and exits. */
-static void *first_boundary(void *arg)
+static void *from_main; /* a block the main thread allocates and the first thread frees */
+
+/* Its first call is the process's first after the round signal: a free, which starts roundtrim's
+ * worker on this thread before the thread has counters of its own (roundtrim's allocations there
+ * are not the program's). Then it allocates in round 2 and exits. */
+static void *first_call_starts_worker(void *arg)
 {
     (void)arg;
-    if (end_round() != 0)
-        _exit(3);
-    set_stage(1);
-    wait_stage(2);
+    wait_stage(1);
+    tally_free(from_main);
     churn(0, 1);
+    set_stage(2);
     return NULL;
 }
 
@@ -199,11 +203,15 @@ static int threads(void)
     pthread_t helpers[HELPERS], first, stay[2];
     for (int i = 0; i < HELPERS; i++)
         helpers[i] = start(helper, 0);
-    first = start(first_boundary, 0);
-    wait_stage(1); /* round 2 from here */
+    first = start(first_call_starts_worker, 0);
+    from_main = tally_alloc(malloc(1000));
+    /* Round 1 ends in the signal handler; nothing allocates until the first thread's free. */
+    raise(SIGUSR1);
+    __atomic_store_n(&round_now, 2, __ATOMIC_RELEASE);
+    set_stage(1);
+    wait_stage(2);
     for (int i = 0; i < HELPERS; i++)
         pthread_join(helpers[i], NULL);
-    set_stage(2);
     pthread_join(first, NULL);
     for (long slot = 1; slot <= 3; slot++)
         run_thread(short_lived, slot);
@@ -223,7 +231,7 @@ static int threads(void)
         free_kept(slot);
     if (end_round() != 0)
         return 3;
-    print_tallies(2, 4);
+    print_tallies(1, 4);
     return 0;
 }
 
