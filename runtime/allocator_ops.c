@@ -9,6 +9,7 @@
 #include "policy/round_record.h"
 #include "runtime/clock.h"
 #include "runtime/state.h"
+#include "runtime/thread_counters.h"
 #include "runtime/next_alloc.h"
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
@@ -92,6 +93,10 @@ void roundtrim_allocator_detect(void)
     je_mallctl = (mallctl_fn)dlsym(obj, "mallctl");
     if (je_mallctl) {
         kind = RT_ALLOC_JEMALLOC;
+        /* Its own per-thread byte counters spare the hooks a size lookup per block: only when
+         * our hooks forward to it, and not with sampling on, whose countdown runs on sizes. */
+        if (!counts_skipped && !roundtrim_config()->sites)
+            roundtrim_counters_use_jemalloc(je_mallctl);
     } else if (strstr(info.dli_fname, "libc.so")) {
         glibc_mallinfo2 = (mallinfo2_fn)dlsym(obj, "mallinfo2");
         glibc_malloc_trim = (malloc_trim_fn)dlsym(obj, "malloc_trim");

@@ -1,6 +1,8 @@
 /* The malloc family as the process sees it: forward to the next allocator, count on this
  * thread's own counters, nothing else. Byte counts are usable sizes, so malloc_bytes - free_bytes
- * is exactly the change in bytes held by live blocks. */
+ * is exactly the change in bytes held by live blocks. With jemalloc after roundtrim, a thread
+ * whose block reads jemalloc's own counters (see thread_counters.h) only counts the call and
+ * copies jemalloc's figure, after forwarding. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -15,10 +17,16 @@
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+static void count_other_block(void *p);
+
 static inline void count_new_block(void *p)
 {
-    if (likely(p != NULL) && !roundtrim_in_next_alloc)
-        roundtrim_count_block(p, roundtrim_usable_size(p));
+    if (likely(p != NULL) && !roundtrim_in_next_alloc) {
+        if (likely(roundtrim_glibc_sizes))
+            roundtrim_count_block(p, roundtrim_glibc_header_usable_size(p));
+        else
+            count_other_block(p);
+    }
 }
 
 /* A block about to be freed or moved: counted, and forgotten when it was sampled. */
@@ -37,21 +45,32 @@ __attribute__((noinline, cold)) static void *malloc_slow(void *p)
     return p;
 }
 
+static void free_other(void *p, struct roundtrim_thread_counters *c);
+
 __attribute__((noinline, cold)) static void free_slow(void *p)
 {
     roundtrim_worker_poll();
     if (p == NULL || roundtrim_bootstrap_owns(p))
         return;
+    if (!roundtrim_in_next_alloc && !roundtrim_glibc_sizes) {
+        roundtrim_sample_free_check(p);
+        free_other(p, roundtrim_thread_block()); /* the block is taken before jemalloc counts */
+        return;
+    }
     if (!roundtrim_in_next_alloc)
         count_gone_block(p, roundtrim_usable_size(p));
     roundtrim_next.free(p);
 }
 
-/* Another allocator than glibc: its malloc_usable_size gives the size (a call, so kept out of
- * the glibc path, which then needs no stack frame). A call that comes back from inside that
- * malloc_usable_size is only forwarded. */
+/* Another allocator than glibc: jemalloc's counters (read after the call), or its
+ * malloc_usable_size gives the size (a call, so kept out of the glibc path, which then needs no
+ * stack frame). A call that comes back from inside that malloc_usable_size is only forwarded. */
 __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_thread_counters *c)
 {
+    if (likely(c->je_allocated != NULL)) {
+        roundtrim_je_count_alloc(c);
+        return p;
+    }
     if (unlikely(roundtrim_in_next_alloc))
         return p;
     size_t n = roundtrim_next_usable_size(p);
@@ -60,7 +79,8 @@ __attribute__((noinline)) static void *malloc_other(void *p, struct roundtrim_th
     return p;
 }
 
-__attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
+__attribute__((noinline)) static void free_by_usable_size(void *p,
+                                                          struct roundtrim_thread_counters *c)
 {
     if (likely(!roundtrim_in_next_alloc)) {
         size_t n = roundtrim_next_usable_size(p);
@@ -124,6 +144,36 @@ __attribute__((noinline)) static void free_modes(void *p, struct roundtrim_threa
         return;
     }
     free_slow(p);
+}
+
+/* The usable-size route apart, so that the jemalloc route keeps a minimal frame. */
+__attribute__((noinline)) static void free_other(void *p, struct roundtrim_thread_counters *c)
+{
+    if (unlikely(c->je_deallocated == NULL)) {
+        free_by_usable_size(p, c);
+        return;
+    }
+    roundtrim_next.free(p);
+    roundtrim_je_count_free(c);
+}
+
+/* A block another allocator than glibc handed out. When it is the thread's first, its counters
+ * are taken only now: on the jemalloc route they start from jemalloc's figure, which already
+ * holds p, so p is added back. */
+__attribute__((noinline)) static void count_other_block(void *p)
+{
+    /* With sampling on, the usable-size route runs (the jemalloc route is not taken then). */
+    if (unlikely(__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED))) {
+        roundtrim_count_block(p, roundtrim_next_usable_size(p));
+        return;
+    }
+    struct roundtrim_thread_counters *c = roundtrim_tls_block;
+    if (unlikely(c == NULL)) {
+        c = roundtrim_thread_register();
+        if (c->je_allocated)
+            c->je_allocated_off += roundtrim_next_usable_size(p);
+    }
+    malloc_other(p, c);
 }
 
 ROUNDTRIM_EXPORT void *malloc(size_t n)
@@ -195,6 +245,21 @@ ROUNDTRIM_EXPORT void *calloc(size_t n, size_t size)
     return p;
 }
 
+/* jemalloc counts realloc as a free of the old block and an allocation of the new one, as we
+ * do; realloc(p, 0) that frees p counts as a free. */
+static void *realloc_jemalloc(void *p, size_t n)
+{
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    void *q = roundtrim_next.realloc(p, n);
+    if (q) {
+        roundtrim_je_count_free(c);
+        roundtrim_je_count_alloc(c);
+    } else if (n == 0) {
+        roundtrim_je_count_free(c);
+    }
+    return q;
+}
+
 static void *realloc_block(void *p, size_t n)
 {
     if (p == NULL)
@@ -209,6 +274,8 @@ static void *realloc_block(void *p, size_t n)
     }
     if (roundtrim_in_next_alloc)
         return roundtrim_next.realloc(p, n);
+    if (unlikely(!roundtrim_glibc_sizes) && roundtrim_thread_block()->je_allocated)
+        return realloc_jemalloc(p, n);
     size_t old = roundtrim_usable_size(p);
     /* A sampled block is forgotten before the allocator may hand its address to another
      * thread; when realloc fails, the block stays live unsampled. */

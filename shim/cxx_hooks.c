@@ -6,7 +6,9 @@
  * free): this thread's counters, which nothing else changes, tell.
  *
  * A block's size is read only in that case: the block then surely comes from the allocator we
- * forward to (an allocator ahead of roundtrim may hand out blocks we cannot size).
+ * forward to (an allocator ahead of roundtrim may hand out blocks we cannot size). On the
+ * jemalloc route (the thread's block reads jemalloc's counters) no size is read: the call is
+ * counted and jemalloc's figure copied once the operator returned.
  *
  * The forwarding keeps C++ semantics: the next operator new throws std::bad_alloc through this
  * frame (the file is built with unwind tables), nothrow forms return NULL. */
@@ -94,11 +96,19 @@ static inline void *op(enum cxx_op i)
     return next_op[i];
 }
 
-/* Counts a block the next operator new returned, unless it already went through our malloc. */
+/* Counts a block the next operator new returned, unless it already went through our malloc.
+ * The callers took this thread's block before the call (so that the jemalloc route's starting
+ * figure excludes the block). */
 static inline void *counted(void *p, uint64_t calls_before)
 {
-    if (p && counts_here && !roundtrim_in_next_alloc &&
-        roundtrim_thread_block()->malloc_calls == calls_before)
+    if (!p || !counts_here || roundtrim_in_next_alloc)
+        return p;
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    if (c->malloc_calls != calls_before)
+        return p;
+    if (c->je_allocated)
+        roundtrim_je_count_alloc(c);
+    else
         roundtrim_count_block(p, roundtrim_usable_size(p));
     return p;
 }
@@ -109,8 +119,9 @@ struct pending_free {
 
 static inline struct pending_free before_delete(void *p)
 {
-    struct pending_free f = {0, roundtrim_thread_block()->free_calls};
-    if (p && counts_here && !roundtrim_in_next_alloc) {
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    struct pending_free f = {0, c->free_calls};
+    if (p && counts_here && !roundtrim_in_next_alloc && !c->je_deallocated) {
         f.bytes = roundtrim_usable_size(p);
         roundtrim_sample_free_check(p);
     }
@@ -119,8 +130,14 @@ static inline struct pending_free before_delete(void *p)
 
 static inline void after_delete(void *p, struct pending_free f)
 {
-    if (p && counts_here && !roundtrim_in_next_alloc &&
-        roundtrim_thread_block()->free_calls == f.calls_before)
+    if (!p || !counts_here || roundtrim_in_next_alloc)
+        return;
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    if (c->free_calls != f.calls_before)
+        return;
+    if (c->je_deallocated)
+        roundtrim_je_count_free(c);
+    else
         roundtrim_count_free(f.bytes);
 }
 
