@@ -153,6 +153,18 @@ void roundtrim_json_array_str(struct roundtrim_json *j, const char *v)
     put_escaped(j, v);
 }
 
+void roundtrim_json_raw(struct roundtrim_json *j, const char *text, size_t len)
+{
+    key(j, NULL);
+    if (j->overflow || len >= j->cap - j->len) {
+        j->overflow = true;
+        return;
+    }
+    memcpy(j->buf + j->len, text, len);
+    j->len += len;
+    j->buf[j->len] = '\0';
+}
+
 void roundtrim_json_array_end(struct roundtrim_json *j)
 {
     put(j, "]");

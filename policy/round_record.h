@@ -86,6 +86,8 @@ void roundtrim_json_object_end(struct roundtrim_json *j);
 void roundtrim_json_array_begin(struct roundtrim_json *j, const char *key);
 void roundtrim_json_array_str(struct roundtrim_json *j, const char *v);
 void roundtrim_json_array_end(struct roundtrim_json *j);
+/* An array element written before (a complete JSON value, copied as it is). */
+void roundtrim_json_raw(struct roundtrim_json *j, const char *text, size_t len);
 /* Closes the object and appends a newline; returns the length, or 0 when it did not fit. */
 size_t roundtrim_json_end(struct roundtrim_json *j);
 

@@ -1,11 +1,11 @@
 #include "runtime/sites_record.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "policy/round_record.h"
+#include "runtime/frame_names.h"
 #include "runtime/log_writer.h"
 #include "runtime/python_frames.h"
 #include "runtime/sampler.h"
@@ -56,45 +56,6 @@ static int top(const uint64_t *value, uint32_t count, uint32_t *out, int n)
     return k;
 }
 
-static const char *main_program(void)
-{
-    static char path[4096];
-    if (!path[0]) {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-        path[n > 0 ? n : 0] = '\0';
-    }
-    return path;
-}
-
-static void native_frame(struct roundtrim_json *j, uintptr_t ip)
-{
-    char text[64];
-    Dl_info info;
-    roundtrim_json_object_begin(j, NULL);
-    /* A return address: one less falls inside the call, where a line-table lookup wants it. */
-    uintptr_t at = ip - 1;
-    if (dladdr((void *)at, &info) && info.dli_fbase) {
-        const char *module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : main_program();
-        roundtrim_json_str(j, "module", module);
-        snprintf(text, sizeof text, "0x%lx", (unsigned long)(at - (uintptr_t)info.dli_fbase));
-        roundtrim_json_str(j, "offset", text);
-        if (info.dli_sname && info.dli_saddr) {
-            char sym[512];
-            snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_sname,
-                     (unsigned long)(at - (uintptr_t)info.dli_saddr));
-            roundtrim_json_str(j, "symbol", sym);
-        } else {
-            roundtrim_json_str(j, "symbol", NULL);
-        }
-    } else {
-        roundtrim_json_str(j, "module", NULL);
-        snprintf(text, sizeof text, "0x%lx", (unsigned long)at);
-        roundtrim_json_str(j, "offset", text);
-        roundtrim_json_str(j, "symbol", NULL);
-    }
-    roundtrim_json_object_end(j);
-}
-
 static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_py *f)
 {
     const struct roundtrim_code_names *names = roundtrim_code_names_find(f->code);
@@ -123,7 +84,7 @@ static void site_object(struct roundtrim_json *j, uint32_t i)
     roundtrim_json_array_end(j);
     roundtrim_json_array_begin(j, "frames");
     for (int k = 0; k < s->depth; k++)
-        native_frame(j, s->frames[k]);
+        roundtrim_frame_json(j, s->frames[k]);
     roundtrim_json_array_end(j);
     roundtrim_json_object_end(j);
 }
@@ -140,6 +101,7 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
 {
     if (roundtrim_sampler_skipped())
         return;
+    roundtrim_frame_names_refresh();
     memset(round_live, 0, sizeof round_live);
     memset(live, 0, sizeof live);
     struct span span = {(uint32_t)first, (uint32_t)last};
