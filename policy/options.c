@@ -73,9 +73,9 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "pending; rounds left over are counted in the exit record (rounds_unrecorded)"},
     {RT_OPT_SITES, "ROUNDTRIM_SITES", NULL, RT_TYPE_BOOL, 0, 0, "false",
      "true samples allocations by bytes and writes, after each round record, a sites record: "
-     "the call sites (native and Python frames) that allocated in the round and still hold "
-     "that memory, and the sites holding the most; roundtrim report --sites finds the growing "
-     "ones"},
+     "the call sites (native and Python frames) whose live memory grew since the last record, "
+     "that allocated in the round and still hold it, and that hold the most; roundtrim report "
+     "--sites finds the ones that keep growing"},
     {RT_OPT_SITES_SAMPLE, "ROUNDTRIM_SITES_SAMPLE", NULL, RT_TYPE_UINT, 4096, (uint64_t)1 << 40,
      "524288",
      "bytes; the mean distance between two sampled allocations (exponentially distributed, "
