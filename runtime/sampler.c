@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sched.h>
 #include <time.h>
 
 #include "policy/sample_math.h"
@@ -21,6 +22,11 @@ static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left 
 static uint64_t samples, dropped, sites_dropped;
 static uint32_t reported;
 static __thread bool sampling_now;
+/* Stacks are walked with the loader's lock (dl_iterate_phdr) and libunwind's own taken: a fork
+ * while another thread walks would leave them held in the child for good. A fork waits for the
+ * walks in flight and holds new ones off until it is done. */
+static unsigned walks_in_flight;
+static bool fork_pending;
 
 static int find_own_range(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -146,9 +152,17 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
     }
     sampling_now = true;
     draw_next(c);
+    __atomic_add_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        sampling_now = false;
+        return;
+    }
     uintptr_t frames[ROUNDTRIM_SITE_NATIVE_MAX];
     struct roundtrim_site_py py[ROUNDTRIM_SITE_PYTHON_MAX];
     int depth = native_frames(frames);
+    __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
     int py_depth = python_frames(py);
     int32_t site = roundtrim_site_intern(frames, depth, py, py_depth);
     __atomic_add_fetch(&samples, 1, __ATOMIC_RELAXED);
@@ -185,8 +199,23 @@ void roundtrim_sampler_reported(uint32_t round)
     __atomic_store_n(&reported, round, __ATOMIC_RELEASE);
 }
 
+void roundtrim_sampler_fork_prepare(void)
+{
+    __atomic_store_n(&fork_pending, true, __ATOMIC_SEQ_CST);
+    /* A walk takes microseconds; the bound only guards against the unforeseen. */
+    for (int i = 0; i < 200000 && __atomic_load_n(&walks_in_flight, __ATOMIC_SEQ_CST); i++)
+        sched_yield();
+}
+
+void roundtrim_sampler_fork_parent(void)
+{
+    __atomic_store_n(&fork_pending, false, __ATOMIC_SEQ_CST);
+}
+
 void roundtrim_sampler_fork_child(void)
 {
+    walks_in_flight = 0;
+    fork_pending = false;
     reported = 0;
     sampling_now = false;
     roundtrim_sample_table_fork_child();

@@ -65,6 +65,9 @@ void roundtrim_sampler_totals(struct roundtrim_sampler_totals *out);
 /* The last round whose sites record is written (worker). */
 void roundtrim_sampler_reported(uint32_t round);
 
+/* Fork: waits for stack walks in flight (they hold the loader's lock) and holds new ones off. */
+void roundtrim_sampler_fork_prepare(void);
+void roundtrim_sampler_fork_parent(void);
 void roundtrim_sampler_fork_child(void);
 
 #endif

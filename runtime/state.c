@@ -94,12 +94,14 @@ static const char *env_lookup(void *ctx, const char *name)
 
 static void fork_prepare(void)
 {
+    roundtrim_sampler_fork_prepare();
     roundtrim_counters_fork_prepare();
 }
 
 static void fork_parent(void)
 {
     roundtrim_counters_fork_parent();
+    roundtrim_sampler_fork_parent();
 }
 
 /* The child is a process of its own: its records carry its pid, its rounds start at 1, and it
