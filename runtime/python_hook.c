@@ -8,6 +8,7 @@
 #include "policy/round_record.h"
 #include "runtime/boundary.h"
 #include "runtime/python_api.h"
+#include "runtime/python_audit_entry.h"
 #include "runtime/python_program_gc.h"
 #include "runtime/state.h"
 
@@ -726,14 +727,16 @@ static enum event_kind classify(const char *event)
 static int audit_hook(const char *event, py_object *args, void *user)
 {
     (void)user;
-    if (!__atomic_load_n(&hook_live, __ATOMIC_RELAXED))
-        return 0;
     enum event_kind kind = classify(event);
     if (kind == EV_CLEAR) {
-        /* The interpreter is finalizing and drops its hooks. */
+        /* The interpreter is finalizing and drops its hooks: the entry it was given before it
+         * started is not its to free. */
         __atomic_store_n(&hook_live, false, __ATOMIC_RELAXED);
+        roundtrim_py_audit_unlink_early();
         return 0;
     }
+    if (!__atomic_load_n(&hook_live, __ATOMIC_RELAXED))
+        return 0;
     /* Any event may follow the def of a function of the main program; other events matter only
      * to modules being imported. */
     if (kind == EV_OTHER && !main_pending)
@@ -852,7 +855,7 @@ void roundtrim_py_hooks_init(const char *spec)
         return;
     }
     /* Allowed before Py_Initialize: the hook is kept in the runtime and sees the whole start. */
-    if (P.Sys_AddAuditHook(audit_hook, NULL) != 0) {
+    if (roundtrim_py_audit_add_early(P.Sys_AddAuditHook, audit_hook) != 0) {
         if (n)
             roundtrim_warn("ROUNDTRIM_PY_HOOK: the interpreter refused an audit hook; hooks off");
         return;

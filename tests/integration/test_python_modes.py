@@ -1,0 +1,66 @@
+"""Every interpreter mode runs as it does bare: development mode and the debug allocators free at
+finalization what the library handed the interpreter before it started, so each Python on the
+machine exits with the same status and output, and the round hooks still end every round."""
+
+import glob
+import os
+
+import pytest
+
+from conftest import PYTHON
+
+# The round function lives in a module (functions of __main__ attach only at a later event);
+# sys.path is set by the program itself, since -I and -E ignore PYTHONPATH.
+MODULE = "def round_fn(i):\n    return i * 2\n"
+PROGRAM = """
+import sys, time
+sys.path.insert(0, %r)
+import rt_mode_rounds
+for i in range(4):
+    rt_mode_rounds.round_fn(i)
+    time.sleep(0.02)
+print("done", sys.flags.dev_mode, sys.flags.isolated, sys.flags.no_site)
+"""
+
+MODES = [
+    (["-X", "dev"], {}),
+    ([], {"PYTHONDEVMODE": "1"}),
+    ([], {"PYTHONMALLOC": "debug"}),
+    ([], {"PYTHONMALLOC": "malloc_debug"}),
+    ([], {"PYTHONMALLOC": "pymalloc_debug"}),
+    ([], {"PYTHONMALLOC": "malloc"}),
+    ([], {"PYTHONMALLOC": "pymalloc"}),
+    (["-X", "tracemalloc"], {}),
+    (["-I"], {}),
+    (["-S"], {}),
+    (["-E"], {}),
+    (["-X", "dev", "-I"], {"PYTHONMALLOC": "debug"}),
+]
+MODE_IDS = [" ".join(f + [f"{k}={v}" for k, v in e.items()]) for f, e in MODES]
+
+
+def pythons():
+    """Debian's interpreter and every CPython 3.8-3.13 of pyenv's that is on the machine."""
+    found = [PYTHON]
+    for minor in range(8, 14):
+        found += sorted(glob.glob(f"/root/.pyenv/versions/3.{minor}.*/bin/python3"))[-1:]
+    return [p for p in found if os.access(p, os.X_OK)]
+
+
+@pytest.mark.parametrize("python", pythons())
+@pytest.mark.parametrize("flags,extra", MODES, ids=MODE_IDS)
+def test_mode_exits_as_bare_with_hooks_on(run_shim, tmp_path, python, flags, extra):
+    (tmp_path / "rt_mode_rounds.py").write_text(MODULE)
+    argv = [python, *flags, "-c", PROGRAM % str(tmp_path)]
+    bare = run_shim(argv, env=extra, preload=False, log=False)
+    env = dict(extra, ROUNDTRIM_PY_HOOK="rt_mode_rounds:round_fn", ROUNDTRIM_GC_ROUNDS="1")
+    shim = run_shim(argv, env=env)
+    assert bare.returncode == 0, bare.stderr
+    assert shim.returncode == bare.returncode, shim.stderr
+    assert shim.stdout == bare.stdout
+    assert shim.stderr == bare.stderr
+    # The hook ends each of the four rounds, the last included (it used to die with the abort).
+    assert len(shim.rounds) == 4, shim.records
+    assert all(r["source"] == "python" for r in shim.rounds)
+    exits = [r for r in shim.records if r.get("event") == "exit"]
+    assert len(exits) == 1
