@@ -57,7 +57,9 @@ static const char *main_program(void)
 {
     static char path[4096];
     if (!path[0]) {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        ssize_t n = readlink("/proc/thread-self/exe", path, sizeof path - 1);
+        if (n < 0) /* Linux before 3.17; after the main thread ended, self is its zombie */
+            n = readlink("/proc/self/exe", path, sizeof path - 1);
         path[n > 0 ? n : 0] = '\0';
     }
     return path;

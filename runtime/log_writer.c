@@ -9,6 +9,7 @@
 #include "policy/procfs.h"
 #include "runtime/safe_file.h"
 #include "runtime/start_record.h"
+#include "runtime/stderr_hold.h"
 #include "runtime/state.h"
 
 enum { LOG_UNOPENED, LOG_OPEN, LOG_NONE };
@@ -37,7 +38,7 @@ static bool open_log(void)
     if (!tmpl)
         return false;
     if (strcmp(tmpl, "stderr") == 0) {
-        log_fd = STDERR_FILENO;
+        log_fd = roundtrim_stderr_fd();
         log_is_stderr = true;
         return roundtrim_fd_id(log_fd, &log_id);
     }
@@ -62,8 +63,15 @@ static bool still_ours(void)
     if (roundtrim_fd_is(log_fd, &log_id))
         return true;
     if (log_is_stderr) {
-        /* The program pointed its stderr elsewhere (closed it, reused the number): records are
-         * not written into what it holds now, and there is nowhere left to say so. */
+        /* Exit has begun and the program closed its stderr: the copy taken then is the same
+         * file. Otherwise the program pointed its stderr elsewhere (closed it, reused the
+         * number): records are not written into what it holds now, and there is nowhere left
+         * to say so. */
+        int held = roundtrim_stderr_fd();
+        if (held != log_fd && roundtrim_fd_is(held, &log_id)) {
+            log_fd = held;
+            return true;
+        }
         log_state = LOG_NONE;
         return false;
     }
@@ -92,14 +100,34 @@ static bool write_record(const char *line, size_t len)
         line_open = true;
     else if (done == prefix)
         line_open = false;
+    return false;
+}
+
+static void warn_write_failed(int err)
+{
     static bool said;
-    if (!said) {
-        said = true;
-        char msg[300];
-        snprintf(msg, sizeof msg, "writing the round log failed: %s; records are lost",
-                 strerror(errno));
-        roundtrim_warn(msg);
+    if (said)
+        return;
+    said = true;
+    char msg[300];
+    snprintf(msg, sizeof msg, "writing the round log failed: %s; records are lost", strerror(err));
+    roundtrim_warn(msg);
+}
+
+/* The check that the descriptor is ours and the write are two calls: a program that closes
+ * descriptors in a loop may close ours between them. The write then fails with EBADF having
+ * written nothing, and the record goes to the path opened again. */
+static bool write_checked(const char *line, size_t len)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (!still_ours())
+            return false;
+        if (write_record(line, len))
+            return true;
+        if (errno != EBADF)
+            break;
     }
+    warn_write_failed(errno);
     return false;
 }
 
@@ -111,7 +139,7 @@ static bool ensure_open(void)
             char start[8192];
             size_t n = roundtrim_start_record_format(start, sizeof start);
             if (n > 0)
-                write_record(start, n);
+                write_checked(start, n);
         }
     }
     return log_state == LOG_OPEN;
@@ -120,7 +148,7 @@ static bool ensure_open(void)
 bool roundtrim_log_write(const char *line, size_t len)
 {
     pthread_mutex_lock(&log_lock);
-    bool ok = ensure_open() && still_ours() && write_record(line, len);
+    bool ok = ensure_open() && write_checked(line, len);
     pthread_mutex_unlock(&log_lock);
     return ok;
 }

@@ -28,11 +28,24 @@ bool roundtrim_read_file(const char *path, char *buf, size_t cap)
     return len > 0;
 }
 
+/* The process's own file `name`, read through the calling thread: once the main thread has ended
+ * (pthread_exit), /proc/self is its zombie, with no memory to report, while the process lives on
+ * in its other threads. /proc/self where thread-self is missing (Linux before 3.17). */
+static bool read_self_file(const char *name, char *buf, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/thread-self/%s", name);
+    if (roundtrim_read_file(path, buf, cap))
+        return true;
+    snprintf(path, sizeof path, "/proc/self/%s", name);
+    return roundtrim_read_file(path, buf, cap);
+}
+
 uint64_t roundtrim_rss_bytes(void)
 {
     char buf[256];
     uint64_t rss = 0;
-    if (roundtrim_read_file("/proc/self/statm", buf, sizeof buf))
+    if (read_self_file("statm", buf, sizeof buf))
         roundtrim_parse_statm_resident(buf, (uint64_t)sysconf(_SC_PAGESIZE), &rss);
     return rss;
 }
@@ -41,14 +54,16 @@ uint64_t roundtrim_rss_peak_bytes(void)
 {
     char buf[4096];
     uint64_t hwm = 0;
-    if (roundtrim_read_file("/proc/self/status", buf, sizeof buf))
+    if (read_self_file("status", buf, sizeof buf))
         roundtrim_parse_kb_field(buf, "VmHWM", &hwm);
     return hwm;
 }
 
 bool roundtrim_rss_peak_reset(void)
 {
-    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    int fd = open("/proc/thread-self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
     /* "5" resets the peak RSS only; it leaves the page referenced/dirty bits alone. */

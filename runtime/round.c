@@ -26,7 +26,8 @@
 
 /* Serialises rounds with the exit summary; the worker is the only other user. */
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t round_no; /* rounds recorded, merged ones included */
+static uint64_t round_no;         /* rounds recorded, merged ones included */
+static uint64_t rounds_unwritten; /* of those, the ones whose record the log could not take */
 static uint64_t cleanups;
 static struct roundtrim_boundary_snap last; /* the previous boundary's counters */
 static uint64_t last_round_us, last_pressure_us;
@@ -168,8 +169,9 @@ static void finish(struct roundtrim_round_record *r)
     roundtrim_rss_peak_next(r->rss_after, roundtrim_config()->peak_reset);
     char line[4096];
     size_t n = roundtrim_round_record_format(r, line, sizeof line);
-    if (n > 0)
-        roundtrim_log_write(line, n);
+    /* A record the log was asked for but could not take is a round unrecorded. */
+    if (n > 0 && !roundtrim_log_write(line, n) && roundtrim_config()->log_path)
+        __atomic_add_fetch(&rounds_unwritten, 1, __ATOMIC_RELEASE);
     roundtrim_metrics_file_update(r, r->round, cleanups);
 }
 
@@ -381,7 +383,8 @@ static void summary_record(const char *event, bool locked)
      * already open. */
     if (!roundtrim_log_started() && !(locked && roundtrim_boundaries_seen() > 0))
         return;
-    uint64_t recorded = rounds_recorded(), seen = roundtrim_boundaries_seen();
+    uint64_t seen = roundtrim_boundaries_seen();
+    uint64_t recorded = rounds_recorded() - __atomic_load_n(&rounds_unwritten, __ATOMIC_ACQUIRE);
     struct roundtrim_traffic total;
     roundtrim_counters_total(&total);
     uint64_t rss = roundtrim_rss_bytes();
@@ -457,7 +460,7 @@ void roundtrim_round_fork_child(void)
     memset(&last, 0, sizeof last);
     memset(&pressure, 0, sizeof pressure);
     exiting = exit_begun = in_round = exit_async = false;
-    round_no = cleanups = 0;
+    round_no = cleanups = rounds_unwritten = 0;
     last_round_us = roundtrim_now_us();
     last_pressure_us = 0;
 }

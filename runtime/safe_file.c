@@ -73,6 +73,12 @@ static int move_high(int fd)
     return high;
 }
 
+int roundtrim_dup_high(int fd)
+{
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, HIGH_FD);
+    return copy >= 0 || errno == EBADF ? copy : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+}
+
 int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const char **why)
 {
     if (refuse_existing(path, why))

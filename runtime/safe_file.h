@@ -20,6 +20,10 @@ struct roundtrim_file_id {
  * strerror). */
 int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const char **why);
 
+/* A close-on-exec copy of fd, numbered 200 or above where the descriptor limit allows (3 or
+ * above otherwise); -1 when fd is not open. */
+int roundtrim_dup_high(int fd);
+
 /* Opens path for reading: only a regular file, without following a final symlink or blocking.
  * Returns -1 (errno set; EINVAL for a file that is not regular) on failure. */
 int roundtrim_open_read(const char *path);

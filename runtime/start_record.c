@@ -13,7 +13,9 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+    if (n < 0) /* Linux before 3.17; after the main thread ended, self is its zombie */
+        n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
 
     struct roundtrim_json j;

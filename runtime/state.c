@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/allocator_ops.h"
+#include "runtime/app_threads.h"
 #include "runtime/clock.h"
 #include "runtime/cuda_track.h"
 #include "runtime/log_writer.h"
@@ -17,6 +18,7 @@
 #include "runtime/safe_file.h"
 #include "runtime/sampler.h"
 #include "runtime/sites_record.h"
+#include "runtime/stderr_hold.h"
 #include "runtime/thread_counters.h"
 #include "runtime/worker.h"
 #include "runtime/vm_child.h"
@@ -71,7 +73,7 @@ void roundtrim_warn(const char *text)
     if (n > 0) {
         const char *bufs[1] = {line};
         size_t len = (size_t)n;
-        roundtrim_write_quiet(STDERR_FILENO, bufs, &len, 1);
+        roundtrim_write_quiet(roundtrim_stderr_fd(), bufs, &len, 1);
     }
 }
 
@@ -109,6 +111,8 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     start_ts = roundtrim_wall_seconds();
+    roundtrim_app_threads_fork_child();
+    roundtrim_stderr_fork_child();
     roundtrim_counters_fork_child();
     roundtrim_worker_fork_child();
     roundtrim_round_fork_child();
@@ -176,6 +180,8 @@ bool roundtrim_state_start(void)
     if (config.sites)
         start_sampler();
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    roundtrim_app_threads_start();
+    roundtrim_stderr_hold_start();
     active = true;
     atexit(roundtrim_stop);
     return true;

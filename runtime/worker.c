@@ -8,7 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/boundary.h"
+#include "runtime/app_threads.h"
+#include "runtime/python_gil.h"
 #include "runtime/round.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
@@ -55,6 +56,20 @@ static void add_ms(struct timespec *t, uint64_t ms)
     }
 }
 
+/* The program's last thread has ended: the worker ends too, so that the last thread to go runs
+ * exit(0), the way glibc ends a process whose threads are all gone. Left as NONE, it can be
+ * started again should a thread nobody counted still mark a round. */
+static bool leave_with_the_program(void)
+{
+    int running = WORKER_RUNNING;
+    if (!__atomic_compare_exchange_n(&worker_state, &running, WORKER_NONE, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+        return false; /* being paused: the pause decides */
+    roundtrim_py_helper_stop();
+    on_worker = false; /* exit may run on this thread, and must not wait for itself */
+    return true;
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
@@ -70,6 +85,8 @@ static void *worker_main(void *arg)
                                         __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             return NULL;
         roundtrim_round_run_pending();
+        if (roundtrim_app_threads_gone() && leave_with_the_program())
+            return NULL;
         /* The period changes once rounds are recorded (peak samples): look again each time. */
         uint64_t want = roundtrim_round_sample_period_ms();
         if (want != period) {
