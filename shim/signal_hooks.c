@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "runtime/boundary.h"
 #include "runtime/export.h"
@@ -89,14 +91,57 @@ static void reset_app_action(void)
     unlock_actions(&saved);
 }
 
+/* Whether the signal's default action ends the process (those that are ignored or stop it by
+ * default are left to mark rounds). */
+static bool default_ends_process(int sig)
+{
+    switch (sig) {
+    case SIGCHLD:
+    case SIGURG:
+    case SIGWINCH:
+    case SIGCONT:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+        return false;
+    default:
+        return true;
+    }
+}
+
+/* The program sent its round signal to itself (raise, kill(getpid()), sigqueue) with no handler
+ * of its own: it asked for the default action, which ends it, as it would without roundtrim
+ * (CPython's test_posix spawns such a child). A launcher, `roundtrim round` and every other
+ * process mark rounds. */
+static bool self_sent_for_default(int sig, const siginfo_t *info)
+{
+    return info && info->si_code <= 0 && info->si_pid == getpid() && default_ends_process(sig);
+}
+
+/* The kernel gets the default action back and the signal again, pending until this handler
+ * returns (it is blocked here): the thread then takes it as it would have without us. */
+static void take_default_action(int sig)
+{
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    real.sigaction(sig, &dfl, NULL);
+    syscall(SYS_tgkill, getpid(), gettid(), sig);
+}
+
 /* Async-signal-safe: an atomic add and a sem_post, then the application's handler. In a child
  * that shares our memory (a vfork child before its exec) the boundary is not ours to mark. */
 static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
+    struct sigaction app = *current_app_action();
+    if (app.sa_handler == SIG_DFL && self_sent_for_default(sig, info)) {
+        take_default_action(sig);
+        errno = saved_errno;
+        return;
+    }
     if (!roundtrim_in_vm_child())
         roundtrim_boundary_from_signal();
-    struct sigaction app = *current_app_action();
     if (app.sa_flags & SA_RESETHAND)
         reset_app_action();
     /* SIG_DFL here is the action the program found and never changed: marking rounds is the

@@ -203,18 +203,22 @@ def test_python_process_without_a_round_has_a_worker_but_writes_nothing(run_shim
     assert res.records == [] and not res.log_path.exists()
 
 
+# The round signal comes from another process, as from a launcher: a program that sends it to
+# itself with no handler of its own gets the default action (it ends), as it would bare.
 EXEC_AFTER_SIGNALS = """
-import os, signal, sys, time
+import os, signal, subprocess, sys, time
+def round_signal():
+    subprocess.run(["kill", "-USR1", str(os.getpid())], check=True)
 for _ in range(3):
-    os.kill(os.getpid(), signal.SIGUSR1)
+    round_signal()
 time.sleep(0.2)
-os.kill(os.getpid(), signal.SIGUSR1)
+round_signal()
 if sys.argv[1] == "fail":
     try:
         os.execv("/nonexistent/program", ["x"])
     except OSError:
         pass
-    os.kill(os.getpid(), signal.SIGUSR1)
+    round_signal()
     time.sleep(0.2)
     sys.exit(0)
 os.execv("/bin/true", ["true"])
@@ -244,7 +248,9 @@ def test_failed_exec_carries_on_and_the_exit_record_follows(run_shim):
 
 
 def test_shell_that_execs_its_last_command_records_its_round(run_shim):
-    res = run_shim(["bash", "-c", "kill -USR1 $$; echo after; /bin/true"])
+    # From a subshell, another process: `kill -USR1 $$` from the shell itself, with no trap,
+    # ends it, as it does bare.
+    res = run_shim(["bash", "-c", "(kill -USR1 $$); echo after; /bin/true"])
     assert res.returncode == 0, res.stderr
     assert len(res.rounds) == 1 and res.rounds[0]["source"] == "signal"
     execs = [r for r in res.records if r.get("event") == "exec"]
@@ -254,11 +260,11 @@ def test_shell_that_execs_its_last_command_records_its_round(run_shim):
 def test_collections_before_the_first_round_are_not_the_programs_gc(run_shim):
     """Full collections at startup (imports run them; here one gc.collect() before any round)
     are not the program's cleanup: round 1's gc runs. One in round 2 is, and round 2 skips."""
-    code = ("import gc, os, signal, time\n"
+    code = ("import gc, os, subprocess, time\n"
             "gc.collect()\n"
-            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n"
+            "subprocess.run(['kill', '-USR1', str(os.getpid())]); time.sleep(0.3)\n"
             "gc.collect()\n"
-            "os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.3)\n")
+            "subprocess.run(['kill', '-USR1', str(os.getpid())]); time.sleep(0.3)\n")
     res = run_shim([PYTHON, "-c", code])
     assert res.returncode == 0, res.stderr
     assert len(res.rounds) == 2, res.records
@@ -282,3 +288,29 @@ def test_a_burst_past_the_queue_ends_in_a_record_of_its_own(run_shim):
     assert end["rounds"] == 1000 and end["rounds_unrecorded"] == 0, end
     assert sum(1 + r.get("merged_rounds", 0) for r in res.rounds) == 1000
     assert res.rounds[-1]["round"] == 1000 and res.rounds[-1]["merged_rounds"] > 0
+
+
+SELF_SIGNAL = """
+import os, signal, sys, threading
+print("before", flush=True)
+how = sys.argv[1]
+if how == "os.kill":
+    os.kill(os.getpid(), signal.SIGUSR1)
+elif how == "raise_signal":
+    signal.raise_signal(signal.SIGUSR1)
+else:
+    signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+print("survived", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["os.kill", "raise_signal", "pthread_kill"])
+def test_program_that_sends_itself_the_round_signal_without_a_handler_ends_as_bare(run_shim, how):
+    """The program asked for the signal's default action, and gets it: no round is marked, the
+    process ends by the signal (CPython's test_posix expects exactly this of a spawned child)."""
+    argv = [PYTHON, "-c", SELF_SIGNAL, how]
+    bare = run_shim(argv, preload=False, log=False)
+    shim = run_shim(argv, env={"ROUNDTRIM_EAGER_WORKER": "1"})
+    assert bare.returncode == shim.returncode == -signal.SIGUSR1
+    assert bare.stdout == shim.stdout == "before\n"
+    assert shim.rounds == []

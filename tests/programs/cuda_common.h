@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "../../runtime/cuda_types.h"
+#include "launcher_signal.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -131,7 +132,7 @@ __attribute__((unused)) static void round_end(void)
     /* CUDA_ROUND_BY_SIGNAL: end the round with the round signal, as a launcher would, and go on
      * after 100 ms of idling, without waiting for the record. */
     if (getenv("CUDA_ROUND_BY_SIGNAL")) {
-        raise(SIGUSR1);
+        signal_from_launcher(SIGUSR1);
         sleep_ms(100);
         return;
     }

@@ -25,6 +25,8 @@
 
 #include "proc_rss.h"
 
+#include "launcher_signal.h"
+
 struct options {
     int rounds, threads, model_mib, keep_every, pause_ms;
     const char *mode;
@@ -101,7 +103,7 @@ static uint64_t end_round(const struct options *o)
         if (round_end)
             round_end();
     } else if (strcmp(o->mode, "signal") == 0) {
-        kill(getpid(), SIGUSR1);
+        signal_from_launcher(SIGUSR1);
     }
     return 0;
 }

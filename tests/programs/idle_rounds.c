@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "launcher_signal.h"
+
 struct counts {
     unsigned long malloc_calls, free_calls, malloc_bytes, free_bytes;
 };
@@ -45,14 +47,14 @@ int main(int argc, char **argv)
         return 2;
     struct timespec pause = {0, 100 * 1000 * 1000};
     if (rounds == 0) {
-        raise(SIGUSR1);
+        signal_from_launcher(SIGUSR1);
         if (argc > 2 && strcmp(argv[2], "_exit") == 0)
             _exit(0);
         nanosleep(&pause, NULL);
     }
     for (int r = 0; r < rounds; r++) {
         one_round(r);
-        raise(SIGUSR1);
+        signal_from_launcher(SIGUSR1);
         nanosleep(&pause, NULL);
     }
     for (int r = 0; r < rounds; r++)

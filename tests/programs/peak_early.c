@@ -10,6 +10,8 @@
 
 #include "proc_rss.h"
 
+#include "launcher_signal.h"
+
 int main(void)
 {
     size_t big = (size_t)64 << 20;
@@ -24,7 +26,7 @@ int main(void)
         void *small = malloc(4096);
         memset(small, 2, 4096);
         free(small);
-        raise(SIGUSR1);
+        signal_from_launcher(SIGUSR1);
         nanosleep(&pause, NULL);
     }
     struct rusage ru;

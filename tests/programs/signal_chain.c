@@ -1,4 +1,5 @@
-/* A program with a SIGUSR1 handler of its own. It sends itself N signals and prints how many
+/* A program with a SIGUSR1 handler of its own. It gets N signals, queued as from its launcher
+ * (launcher_signal.h), and prints how many
  * its handler saw, what sigaction reports as installed, and the errno its handler left.
  *   signal_chain N {sigaction|siginfo|signal|none|resethand} */
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "launcher_signal.h"
 
 static volatile sig_atomic_t seen, seen_info;
 
@@ -21,7 +24,7 @@ static void on_usr1(int sig)
 static void on_usr1_info(int sig, siginfo_t *info, void *uctx)
 {
     (void)uctx;
-    if (sig == SIGUSR1 && info && info->si_pid == getpid())
+    if (sig == SIGUSR1 && info && info->si_pid == getppid()) /* the sender, passed through */
         seen_info++;
 }
 
@@ -44,7 +47,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < n; i++) {
         errno = 0;
-        kill(getpid(), SIGUSR1);
+        signal_from_launcher(SIGUSR1);
         if (errno != 0)
             printf("errno changed to %d\n", errno);
         struct timespec t = {0, 50 * 1000 * 1000};

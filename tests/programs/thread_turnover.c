@@ -36,6 +36,8 @@
 
 #include "round_sync.h"
 
+#include "launcher_signal.h"
+
 #define ROUNDS  5 /* tallies for rounds 1..4; index 0 unused */
 #define HELPERS 8
 #define SLOTS   8 /* one per thread that allocates */
@@ -206,7 +208,7 @@ static int threads(void)
     first = start(first_call_starts_worker, 0);
     from_main = tally_alloc(malloc(1000));
     /* Round 1 ends in the signal handler; nothing allocates until the first thread's free. */
-    raise(SIGUSR1);
+    signal_from_launcher(SIGUSR1);
     __atomic_store_n(&round_now, 2, __ATOMIC_RELEASE);
     set_stage(1);
     wait_stage(2);
