@@ -122,7 +122,7 @@ def shimmed_ticker(spawn, ticker, tmp_path):
         num = int(subprocess.run([str(BUILD / "roundtrim-options"), "--round-signal",
                                   str(extra.get("ROUNDTRIM_ROUND_SIGNAL", ""))],
                                  capture_output=True, text=True, check=True).stdout)
-        sig = signal.Signals(num) if num else None
+        sig = num or None  # a number: real-time signals have no signal.Signals member
         proc, _ = spawn([ROUNDTRIM, "run", "--log", log, "--", ticker],
                         env={k: str(v) for k, v in extra.items()}, preload=False, log=False)
 
@@ -375,6 +375,16 @@ def test_round_wait_needs_a_round_log_it_can_read(spawn):
     assert r.returncode == 1
     assert "has no round log" in r.stderr and "not signalled" in r.stderr
     time.sleep(0.2)
+    assert proc.poll() is None
+
+
+def test_round_sends_a_real_time_round_signal_named_by_the_process(shimmed_ticker):
+    proc, log = shimmed_ticker(ROUNDTRIM_ROUND_SIGNAL="RTMIN+1")
+    assert catches(proc.pid, signal.SIGRTMIN + 1) and not catches(proc.pid, signal.SIGUSR1)
+    r = roundtrim("round", proc.pid)
+    assert r.returncode == 0, r.stderr
+    assert f"sent SIGRTMIN+1 to process {proc.pid}" in r.stdout
+    wait_until(lambda: round_records(log, proc.pid), "a round record after SIGRTMIN+1")
     assert proc.poll() is None
 
 
