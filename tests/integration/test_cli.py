@@ -172,6 +172,15 @@ def test_version():
     (["round", "1", "2"], "expected one process id"),
     (["round", "--wait=soon", "1"], "--wait 'soon' is not a number of seconds"),
     (["round", "--wait"], "missing the process id"),
+    (["round", "--wait", "10"], "missing the process id ('10' after --wait is the number of "
+                                "seconds to wait); nothing signalled"),
+    (["round", "--wait=10"], "missing the process id"),
+    (["round", ""], "the process id is empty"),
+    (["round", "", "--wait", "10"], "the process id is empty"),
+    (["round", "--wait", "10", ""], "the process id is empty"),
+    (["round", "", "12"], "expected one process id, got '' and '12'"),
+    (["round", "12\n34", "--wait", "10"], "expected one process id, got several: 12 34"),
+    (["round", "abc"], "'abc' is not a process id"),
     (["env", "--format", "xml"], "unknown format 'xml'"),
     (["env", "--role", "boss"], "unknown role 'boss'"),
     (["env", "extra"], "unexpected argument 'extra'"),
@@ -376,6 +385,70 @@ def test_round_wait_needs_a_round_log_it_can_read(spawn):
     assert "has no round log" in r.stderr and "not signalled" in r.stderr
     time.sleep(0.2)
     assert proc.poll() is None
+
+
+def readme_round_examples():
+    """The `roundtrim round` examples of the README that look the process up, as written."""
+    text = (REPO / "README.md").read_text()
+    found = [line.strip()[2:] for line in text.splitlines()
+             if line.strip().startswith("$ roundtrim round") and "pgrep" in line]
+    assert found, "the README has no 'roundtrim round \"$(pgrep ...)\"' example any more"
+    return found
+
+
+def run_example(tmp_path, command):
+    """Runs a shell command line as a user would type it, with this tree's roundtrim first on
+    PATH; from a script file, so that no command line holds what pgrep looks for."""
+    script = tmp_path / "example.sh"
+    script.write_text(command + "\n")
+    env = clean_env()
+    env["PATH"] = f"{ROUNDTRIM.parent}:{env['PATH']}"
+    return subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def assert_refused_unsignalled(r, words, proc, log):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert words in r.stderr and "nothing signalled" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 2, r.stderr
+
+
+def test_round_readme_example_whose_lookup_finds_nothing_signals_nothing(shimmed_ticker,
+                                                                        tmp_path):
+    """`roundtrim round "$(pgrep -f ...)" --wait 10` with nothing found once took 10 for the
+    process id. A helper of the test's own, which records a round for each SIGUSR1, is made the
+    process such a mistake would signal (its id as the seconds, or as the only number)."""
+    proc, log = shimmed_ticker()
+    nothing = f"python3 no-such-train-{os.getpid()}-{time.monotonic_ns()}.py"
+    for example in readme_round_examples():
+        assert "python3 train.py" in example and "--wait 10" in example
+        unmatched = example.replace("python3 train.py", nothing)
+        for command in (unmatched, unmatched.replace("--wait 10", f"--wait {proc.pid}")):
+            r = run_example(tmp_path, command)
+            assert_refused_unsignalled(r, "the process id is empty", proc, log)
+    r = roundtrim("round", "--wait", proc.pid)  # the process id forgotten
+    assert_refused_unsignalled(r, "missing the process id", proc, log)
+    r = roundtrim("round", "", "--wait", proc.pid)
+    assert_refused_unsignalled(r, "the process id is empty", proc, log)
+    time.sleep(0.3)
+    assert round_records(log, proc.pid) == [] and proc.poll() is None
+    # The helper does record a round signal: what the refusals above did not send.
+    assert roundtrim("round", proc.pid).returncode == 0
+    wait_until(lambda: round_records(log, proc.pid), "the round of the helper")
+
+
+def test_round_readme_example_whose_lookup_finds_two_processes_signals_neither(
+        shimmed_ticker, ticker, tmp_path):
+    first, first_log = shimmed_ticker(log_name="first.jsonl")
+    second, second_log = shimmed_ticker(log_name="second.jsonl")
+    example = readme_round_examples()[0].replace("python3 train.py", str(ticker))
+    r = run_example(tmp_path, example)
+    assert_refused_unsignalled(r, "expected one process id, got several", first, first_log)
+    assert str(first.pid) in r.stderr and str(second.pid) in r.stderr
+    time.sleep(0.3)
+    assert round_records(first_log, first.pid) == [] and first.poll() is None
+    assert round_records(second_log, second.pid) == [] and second.poll() is None
 
 
 def test_round_sends_a_real_time_round_signal_named_by_the_process(shimmed_ticker):
