@@ -21,8 +21,8 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "clean up every N rounds; 0 never at round ends (counting and logging go on; pressure "
      "cleanups have their own switch); the NVFlare variable is read for the client role only"},
     {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1",
-     "signal that marks the end of a round (name or number); none disables; an application "
-     "handler for it keeps working"},
+     "signal that marks the end of a round: a name (USR2, HUP, RTMIN+1, RTMAX-2) or a number; "
+     "none disables; an application handler for it keeps working"},
     {RT_OPT_EAGER_WORKER, "ROUNDTRIM_EAGER_WORKER", NULL, RT_TYPE_BOOL, 0, 0, "false",
      "true starts the worker thread with the process instead of at the first round, so that the "
      "first round signal is handled at once even in a program idle between rounds"},

@@ -71,7 +71,35 @@ const char *roundtrim_signal_name(int sig)
     return NULL;
 }
 
-bool roundtrim_parse_signal(const char *text, int *out)
+/* "RTMIN", "RTMIN+N", "RTMAX", "RTMAX-N" (any case, SIG prefix already gone), as glibc's
+ * str2sig and kill(1) write them: the signal number, or 0 when s is not such a name. */
+static int realtime_signal(const char *s, int rtmin, int rtmax)
+{
+    int base;
+    char sign;
+    if (strncasecmp(s, "RTMIN", 5) == 0) {
+        base = rtmin;
+        sign = '+';
+    } else if (strncasecmp(s, "RTMAX", 5) == 0) {
+        base = rtmax;
+        sign = '-';
+    } else {
+        return 0;
+    }
+    s += 5;
+    uint64_t n = 0;
+    if (*s != '\0') {
+        /* a sign, then digits only: no blanks, no second sign */
+        if (*s != sign || s[1] < '0' || s[1] > '9' || s[1 + strspn(s + 1, "0123456789")] != '\0')
+            return 0;
+        if (!roundtrim_parse_uint(s + 1, 0, 64, &n))
+            return 0;
+    }
+    int sig = sign == '+' ? base + (int)n : base - (int)n;
+    return sig >= rtmin && sig <= rtmax ? sig : 0;
+}
+
+bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out)
 {
     if (!text)
         return false;
@@ -84,7 +112,7 @@ bool roundtrim_parse_signal(const char *text, int *out)
     if (roundtrim_parse_uint(s, 1, 64, &num)) {
         int sig = (int)num;
         /* Real-time signals are free for applications to use as they like. */
-        if (roundtrim_signal_name(sig) || (sig >= SIGRTMIN && sig <= SIGRTMAX)) {
+        if (roundtrim_signal_name(sig) || (sig >= rtmin && sig <= rtmax)) {
             *out = sig;
             return true;
         }
@@ -98,7 +126,18 @@ bool roundtrim_parse_signal(const char *text, int *out)
             return true;
         }
     }
-    return false;
+    int sig = realtime_signal(s, rtmin, rtmax);
+    if (sig == 0)
+        return false;
+    *out = sig;
+    return true;
+}
+
+bool roundtrim_parse_signal(const char *text, int *out)
+{
+    /* glibc's SIGRTMIN and SIGRTMAX are calls: the range it leaves to applications at run time
+     * (the threading library keeps the first few). */
+    return roundtrim_parse_signal_in(text, SIGRTMIN, SIGRTMAX, out);
 }
 
 bool roundtrim_tunables_set(const char *tunables, const char *name)

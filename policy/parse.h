@@ -12,8 +12,13 @@ bool roundtrim_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t
 bool roundtrim_parse_bool(const char *text, bool *out);
 
 /* "USR1", "SIGUSR1", "sigusr2", "10", "none" (gives 0). Only signals a process may catch and
- * that make sense as a round marker: no SIGKILL/SIGSTOP/SIGSEGV-like fault signals. */
+ * that make sense as a round marker: no SIGKILL/SIGSTOP/SIGSEGV-like fault signals. Real-time
+ * signals by number or by name: "RTMIN", "SIGRTMIN+1", "rtmax-2", within SIGRTMIN..SIGRTMAX as
+ * glibc reports them at run time. */
 bool roundtrim_parse_signal(const char *text, int *out);
+
+/* roundtrim_parse_signal with the real-time range given: [rtmin, rtmax]. */
+bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out);
 
 /* Name of a signal number ("SIGUSR1"), or NULL when not in our table. */
 const char *roundtrim_signal_name(int sig);

@@ -122,7 +122,7 @@ def shimmed_ticker(spawn, ticker, tmp_path):
         num = int(subprocess.run([str(BUILD / "roundtrim-options"), "--round-signal",
                                   str(extra.get("ROUNDTRIM_ROUND_SIGNAL", ""))],
                                  capture_output=True, text=True, check=True).stdout)
-        sig = signal.Signals(num) if num else None
+        sig = num or None  # a number: real-time signals have no signal.Signals member
         proc, _ = spawn([ROUNDTRIM, "run", "--log", log, "--", ticker],
                         env={k: str(v) for k, v in extra.items()}, preload=False, log=False)
 
@@ -172,12 +172,30 @@ def test_version():
     (["round", "1", "2"], "expected one process id"),
     (["round", "--wait=soon", "1"], "--wait 'soon' is not a number of seconds"),
     (["round", "--wait"], "missing the process id"),
+    (["round", "--wait", "10"], "missing the process id ('10' after --wait is the number of "
+                                "seconds to wait); nothing signalled"),
+    (["round", "--wait=10"], "missing the process id"),
+    (["round", ""], "the process id is empty"),
+    (["round", "", "--wait", "10"], "the process id is empty"),
+    (["round", "--wait", "10", ""], "the process id is empty"),
+    (["round", "", "12"], "expected one process id, got '' and '12'"),
+    (["round", "12\n34", "--wait", "10"], "expected one process id, got several: 12 34"),
+    (["round", "abc"], "'abc' is not a process id"),
+    (["run", "--sites", "", "true"], "--sites got an empty value"),
+    (["run", "--sites=", "true"], "--sites got an empty value"),
+    (["run", "--log", "", "true"], "--log got an empty value"),
+    (["run", "--log=", "true"], "--log got an empty value"),
+    (["run", "--role", "", "true"], "--role got an empty value"),
+    (["env", "--lib", ""], "--lib got an empty value"),
+    (["env", "--role=", ""], "--role got an empty value"),
     (["env", "--format", "xml"], "unknown format 'xml'"),
     (["env", "--role", "boss"], "unknown role 'boss'"),
     (["env", "extra"], "unexpected argument 'extra'"),
     (["report"], "missing the round log"),
     (["report", SAMPLE_LOG, "--frob"], "unknown option '--frob'"),
     (["report", SAMPLE_LOG, "--pid", "abc"], "'abc' is not a process id"),
+    (["report", SAMPLE_LOG, "--pid", "\u00b2"], "'\u00b2' is not a process id"),
+    (["report", SAMPLE_LOG, "--pid", "4101", "--round", "\u0663"], "is not a round number"),
 ])
 def test_wrong_arguments_get_one_clear_line_and_status_2(args, words):
     r = roundtrim(*args)
@@ -378,6 +396,80 @@ def test_round_wait_needs_a_round_log_it_can_read(spawn):
     assert proc.poll() is None
 
 
+def readme_round_examples():
+    """The `roundtrim round` examples of the README that look the process up, as written."""
+    text = (REPO / "README.md").read_text()
+    found = [line.strip()[2:] for line in text.splitlines()
+             if line.strip().startswith("$ roundtrim round") and "pgrep" in line]
+    assert found, "the README has no 'roundtrim round \"$(pgrep ...)\"' example any more"
+    return found
+
+
+def run_example(tmp_path, command):
+    """Runs a shell command line as a user would type it, with this tree's roundtrim first on
+    PATH; from a script file, so that no command line holds what pgrep looks for."""
+    script = tmp_path / "example.sh"
+    script.write_text(command + "\n")
+    env = clean_env()
+    env["PATH"] = f"{ROUNDTRIM.parent}:{env['PATH']}"
+    return subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def assert_refused_unsignalled(r, words, proc, log):
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert words in r.stderr and "nothing signalled" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 2, r.stderr
+
+
+def test_round_readme_example_whose_lookup_finds_nothing_signals_nothing(shimmed_ticker,
+                                                                        tmp_path):
+    """`roundtrim round "$(pgrep -f ...)" --wait 10` with nothing found once took 10 for the
+    process id. A helper of the test's own, which records a round for each SIGUSR1, is made the
+    process such a mistake would signal (its id as the seconds, or as the only number)."""
+    proc, log = shimmed_ticker()
+    nothing = f"python3 no-such-train-{os.getpid()}-{time.monotonic_ns()}.py"
+    for example in readme_round_examples():
+        assert "python3 train.py" in example and "--wait 10" in example
+        unmatched = example.replace("python3 train.py", nothing)
+        for command in (unmatched, unmatched.replace("--wait 10", f"--wait {proc.pid}")):
+            r = run_example(tmp_path, command)
+            assert_refused_unsignalled(r, "the process id is empty", proc, log)
+    r = roundtrim("round", "--wait", proc.pid)  # the process id forgotten
+    assert_refused_unsignalled(r, "missing the process id", proc, log)
+    r = roundtrim("round", "", "--wait", proc.pid)
+    assert_refused_unsignalled(r, "the process id is empty", proc, log)
+    time.sleep(0.3)
+    assert round_records(log, proc.pid) == [] and proc.poll() is None
+    # The helper does record a round signal: what the refusals above did not send.
+    assert roundtrim("round", proc.pid).returncode == 0
+    wait_until(lambda: round_records(log, proc.pid), "the round of the helper")
+
+
+def test_round_readme_example_whose_lookup_finds_two_processes_signals_neither(
+        shimmed_ticker, ticker, tmp_path):
+    first, first_log = shimmed_ticker(log_name="first.jsonl")
+    second, second_log = shimmed_ticker(log_name="second.jsonl")
+    example = readme_round_examples()[0].replace("python3 train.py", str(ticker))
+    r = run_example(tmp_path, example)
+    assert_refused_unsignalled(r, "expected one process id, got several", first, first_log)
+    assert str(first.pid) in r.stderr and str(second.pid) in r.stderr
+    time.sleep(0.3)
+    assert round_records(first_log, first.pid) == [] and first.poll() is None
+    assert round_records(second_log, second.pid) == [] and second.poll() is None
+
+
+def test_round_sends_a_real_time_round_signal_named_by_the_process(shimmed_ticker):
+    proc, log = shimmed_ticker(ROUNDTRIM_ROUND_SIGNAL="RTMIN+1")
+    assert catches(proc.pid, signal.SIGRTMIN + 1) and not catches(proc.pid, signal.SIGUSR1)
+    r = roundtrim("round", proc.pid)
+    assert r.returncode == 0, r.stderr
+    assert f"sent SIGRTMIN+1 to process {proc.pid}" in r.stdout
+    wait_until(lambda: round_records(log, proc.pid), "a round record after SIGRTMIN+1")
+    assert proc.poll() is None
+
+
 def test_round_on_a_process_that_does_not_exist():
     done = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True)
     pid = int(done.stdout)
@@ -526,6 +618,132 @@ def test_report_on_an_unreadable_log(tmp_path):
     r = roundtrim("report", tmp_path / "missing.jsonl")
     assert r.returncode == 1
     assert "cannot read" in r.stderr and "missing.jsonl" in r.stderr
+
+
+MIB = 1 << 20
+
+
+def good_round(pid, n, **fields):
+    """A round record as the library writes it: 16 MiB before, 15 after, a 17 MiB peak."""
+    record = {"event": "round", "pid": pid, "round": n, "ts": 1000.0 + n, "source": "signal",
+              "malloc_calls": 10, "free_calls": 9, "malloc_bytes": 4096, "free_bytes": 2048,
+              "heap_live": 3 * MIB, "rss_before": 16 * MIB, "rss_after": 15 * MIB,
+              "rss_peak": 17 * MIB, "cgroup_usage": 40 * MIB, "cleanup": ["trim"],
+              "cleanup_us": 900, "allocator": "glibc"}
+    record.update(fields)
+    return record
+
+
+def write_records(path, records):
+    """One line per record; NaN and Infinity as Python's json module writes (and reads) them."""
+    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    return path
+
+
+def table_rows(stdout):
+    """The data rows of the round tables: lists of cells, round number first."""
+    return [line.split() for line in stdout.splitlines()
+            if re.match(r" *\d+ +\d+\.\d +\S", line)]
+
+
+@pytest.mark.parametrize("field, value, shown", [
+    ("rss_before", "big", '"big"'),
+    ("rss_after", [1, 2], "[1,2]"),
+    ("rss_peak", {"mib": 17}, '{"mib":17}'),
+    ("heap_live", True, "true"),
+    ("cgroup_usage", False, "false"),
+    ("rss_before", 1e308, "1e+308"),
+    ("rss_after", -5, "-5"),
+    ("heap_live", -1.5, "-1.5"),
+    ("rss_peak", float("nan"), "NaN"),
+    ("cgroup_usage", float("inf"), "Infinity"),
+    ("cleanup_us", -float("inf"), "-Infinity"),
+    ("rss_before", 2**64, "18446744073709551616"),
+    ("rss_after", 10**300, "1" + "0" * 39 + "..."),
+    ("ts", 1e300, "1e+300"),
+    ("round", 2.5, "2.5"),
+    ("round", "3", '"3"'),
+    ("source", ["signal"], '["signal"]'),
+    ("cleanup", ["trim", 7], '["trim",7]'),
+    ("cleanup", "trim", '"trim"'),
+    ("pid", True, "true"),
+])
+def test_report_skips_a_record_with_a_field_of_the_wrong_type_or_out_of_range(
+        tmp_path, field, value, shown):
+    log = write_records(tmp_path / "bad.jsonl", [good_round(77, 1), good_round(77, 2),
+                                                  {**good_round(77, 3), field: value},
+                                                  good_round(77, 4)])
+    r = roundtrim("report", log)
+    assert r.returncode == 0, r.stderr
+    assert (f"{log}:3: round record skipped: {field} is {shown} (expected " in r.stderr), r.stderr
+    assert (f"1 record of {log} skipped for a field of the wrong type or out of range "
+            f"({field}); the report is on the others") in r.stderr
+    rows = table_rows(r.stdout)
+    assert [row[0] for row in rows] == ["1", "2", "4"]
+    header = next(line for line in r.stdout.splitlines() if line.startswith("round"))
+    for row in rows:  # every cell filled, none a 300-digit number
+        assert row[2:9] == ["signal", "16.0", "15.0", "1.0", "17.0", "3.0", "40.0"], row
+        assert max(len(cell) for cell in row) <= 10, row
+    assert "cgroup" in header
+    assert "3 rounds, 3 cleanups giving back 3.0 MiB" in r.stdout
+    assert "first 15.0 MiB, last 15.0 MiB, highest peak 17.0 MiB" in r.stdout
+    assert "RSS trend: +0.00 MiB per round" in r.stdout
+    # the round's own row, as roundtrim round --wait prints it
+    one = roundtrim("report", log, "--pid", 77, "--round", 4)
+    assert one.returncode == 0, one.stderr
+    assert [row[0] for row in table_rows(one.stdout)] == ["4"]
+    assert roundtrim("report", log, "--pid", 77, "--round", 3).returncode == 1
+
+
+def test_report_counts_and_names_every_skipped_record_and_keeps_the_rest(tmp_path):
+    """Bad records of several kinds among two processes: each skipped with its line, the
+    count and the fields said once, the rest of the report as without them."""
+    good = [good_round(77, n) for n in (1, 2, 3)] + [good_round(88, n) for n in (1, 2)]
+    good.append({"event": "exit", "pid": 88, "ts": 1010.0, "rounds": 2, "cleanups": 2,
+                 "rss": 15 * MIB, "hooks_attached": ["fl:round"]})
+    bad = [good_round(77, 4, rss_before="big"),
+           good_round(77, 5, rss_peak=[17]),
+           good_round(88, 3, heap_live={"x": 1}),
+           {"event": "pressure", "pid": 77, "ts": 1003.5, "level": "warn", "used_bytes": 1,
+            "limit_bytes": 2, "percent": "high", "limit_source": "cgroup"},
+           {"event": "exit", "pid": 77, "ts": 1011.0, "rounds": 3, "cleanups": 3,
+            "rss": 15 * MIB, "hooks_attached": ["fl:round", 5]},
+           {"event": "start", "pid": 88, "ts": 999.0, "role": ["server"], "exe": "/bin/x"},
+           good_round(77, 6, ts=float("nan")),
+           good_round(88, 4, rss_after=-1)]
+    log = write_records(tmp_path / "mixed.jsonl", good[:3] + bad[:4] + good[3:] + bad[4:])
+    r = roundtrim("report", log)
+    assert r.returncode == 0, r.stderr
+    notes = r.stderr.splitlines()
+    assert notes[:5] == [
+        f"roundtrim report: {log}:4: round record skipped: rss_before is \"big\" (expected a "
+        "number from 0 to below 2^64)",
+        f"roundtrim report: {log}:5: round record skipped: rss_peak is [17] (expected a number "
+        "from 0 to below 2^64)",
+        f"roundtrim report: {log}:6: round record skipped: heap_live is {{\"x\":1}} (expected "
+        "a number from 0 to below 2^64, or null)",
+        f"roundtrim report: {log}:7: pressure record skipped: percent is \"high\" (expected a "
+        "number from 0 to below 2^64)",
+        f"roundtrim report: {log}:11: exit record skipped: hooks_attached is [\"fl:round\",5] "
+        "(expected a list of text)",
+    ]
+    assert notes[5:] == [
+        "roundtrim report: ... and 3 more lines skipped",
+        f"roundtrim report: 8 records of {log} skipped for a field of the wrong type or out of "
+        "range (rss_before, rss_peak, heap_live, percent, hooks_attached, role, ts, rss_after); "
+        "the report is on the others",
+    ]
+    # no role for 88: its start record was skipped
+    assert "process 77, allocator glibc\n" in r.stdout
+    assert "process 88, allocator glibc\n" in r.stdout
+    p77, p88 = r.stdout.split("process 88")
+    assert [row[0] for row in table_rows(p77)] == ["1", "2", "3"]
+    assert [row[0] for row in table_rows(p88)] == ["1", "2"]
+    assert "pressure" not in r.stdout
+    assert "3 rounds, 3 cleanups giving back 3.0 MiB" in p77
+    assert "no exit record" in p77
+    assert "exited after 2 rounds and 2 cleanups, RSS 15.0 MiB" in p88
+    assert "hooks attached: fl:round" in p88
 
 
 def assert_png(path, min_bytes=20_000):

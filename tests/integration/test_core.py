@@ -99,6 +99,49 @@ def test_round_signal_by_name_and_none(run_shim):
     assert res.rounds == []
 
 
+def caught_signals(pid):
+    """The signals a process catches (SigCgt of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigCgt:"):
+                mask = int(line.split()[1], 16)
+                return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+    return set()
+
+
+@pytest.mark.parametrize("name, number", [
+    ("RTMIN+1", signal.SIGRTMIN + 1),
+    ("sigrtmax-2", signal.SIGRTMAX - 2),
+])
+def test_real_time_round_signal_by_name(spawn, name, number):
+    """A real-time signal named as kill(1) names it marks rounds: sent by its number."""
+    proc, log = spawn(["sleep", "60"],
+                      env={"ROUNDTRIM_ROUND_SIGNAL": name, "ROUNDTRIM_EAGER_WORKER": "1"})
+    assert wait_for(lambda: number in caught_signals(proc.pid)), "the round signal handler"
+    assert signal.SIGUSR1 not in caught_signals(proc.pid)
+    subprocess.run(["kill", "-s", str(int(number)), str(proc.pid)], check=True)
+    got = wait_for(lambda: rounds(read_records(log)))
+    assert [r["source"] for r in got] == ["signal"]
+    assert proc.poll() is None
+    start = read_records(log)[0]
+    assert start["event"] == "start"
+    assert start["settings"]["ROUNDTRIM_ROUND_SIGNAL"] == {
+        "value": str(int(number)), "source": "ROUNDTRIM_ROUND_SIGNAL"}
+    proc.kill()
+    _, err = proc.communicate(timeout=10)
+    assert "roundtrim:" not in err
+
+
+@pytest.mark.parametrize("value", ["RTMIN+100", "RTMAX-100", "RTMIN-1"])
+def test_real_time_signal_out_of_range_warns_and_keeps_sigusr1(run_shim, value):
+    res = run_shim([prog("signal_chain"), "2", "none"], env={"ROUNDTRIM_ROUND_SIGNAL": value})
+    assert res.returncode == 0, res.stderr
+    lines = [l for l in res.stderr.splitlines() if l.startswith("roundtrim:")]
+    assert lines == [f"roundtrim: ROUNDTRIM_ROUND_SIGNAL={value} is not valid (expected a signal "
+                     "name, a number or none); using SIGUSR1"]
+    assert len(res.rounds) == 2
+
+
 @pytest.mark.parametrize("how,expect", [
     ("sigaction", "seen=3 seen_info=0 installed=on_usr1"),
     ("siginfo", "seen=0 seen_info=3 installed=on_usr1_info"),

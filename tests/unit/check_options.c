@@ -2,11 +2,13 @@
 #include <check.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "env_fixture.h"
 #include "policy/options.h"
+#include "policy/parse.h"
 #include "run_suite.h"
 
 static struct roundtrim_config cfg;
@@ -133,6 +135,118 @@ START_TEST(signals_by_name_number_and_none)
 }
 END_TEST
 
+static const struct {
+    const char *text;
+    int offset_from_rtmin; /* or, when negative, -1 - offset from SIGRTMAX */
+} realtime_names[] = {
+    {"RTMIN", 0},      {"SIGRTMIN", 0},    {"rtmin", 0},    {"RTMIN+1", 1}, {"SIGRTMIN+1", 1},
+    {"sigrtmin+2", 2}, {"RTMIN+0", 0},     {" RTMIN+3", 3}, {"RTMAX", -1},  {"SIGRTMAX", -1},
+    {"rtmax-1", -2},   {"SIGRTMAX-2", -3}, {"RTMAX-0", -1}, {"RtMaX", -1},
+};
+
+START_TEST(realtime_signals_by_name)
+{
+    const char *env[] = {"ROUNDTRIM_ROUND_SIGNAL", realtime_names[_i].text, NULL};
+    load(env);
+    int off = realtime_names[_i].offset_from_rtmin;
+    int want = off >= 0 ? SIGRTMIN + off : SIGRTMAX + 1 + off;
+    ck_assert_msg(cfg.round_signal == want, "%s gave %d, not %d", realtime_names[_i].text,
+                  cfg.round_signal, want);
+    ck_assert_uint_eq(cfg.warning_count, 0);
+    ck_assert(roundtrim_config_is_explicit(&cfg, RT_OPT_ROUND_SIGNAL));
+}
+END_TEST
+
+static const char *const bad_realtime[] = {
+    "RTMIN+100",
+    "RTMAX-100",
+    "RTMIN-1",
+    "RTMAX+1",
+    "RTMIN+",
+    "RTMAX-",
+    "RTMIN+ 1",
+    "RTMIN+1 ",
+    "RTMIN+1x",
+    "RTMIN++1",
+    "RTMIN+-1",
+    "RTMIN1",
+    "RTMID",
+    "SIGRT",
+    "RT",
+    "SIGSIGRTMIN",
+    "RTMIN+99999999999999999999",
+    "RTMIN+0x1",
+    "RTMAX-64",
+    "RTMIN+64",
+};
+
+START_TEST(realtime_names_out_of_range_warn_and_keep_sigusr1)
+{
+    const char *env[] = {"ROUNDTRIM_ROUND_SIGNAL", bad_realtime[_i], NULL};
+    load(env);
+    ck_assert_int_eq(cfg.round_signal, SIGUSR1);
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    char want[128];
+    snprintf(want, sizeof want, "ROUNDTRIM_ROUND_SIGNAL=%s is not valid", bad_realtime[_i]);
+    ck_assert_msg(strstr(cfg.warnings[0], want) != NULL, "warning: %s", cfg.warnings[0]);
+    ck_assert_ptr_nonnull(strstr(cfg.warnings[0], "using SIGUSR1"));
+    ck_assert_ptr_null(strchr(cfg.warnings[0], '\n'));
+}
+END_TEST
+
+START_TEST(every_realtime_signal_has_its_names_and_no_more)
+{
+    int span = SIGRTMAX - SIGRTMIN;
+    char text[32];
+    int sig;
+    for (int n = 0; n <= span; n++) {
+        snprintf(text, sizeof text, "RTMIN+%d", n);
+        ck_assert(roundtrim_parse_signal(text, &sig));
+        ck_assert_int_eq(sig, SIGRTMIN + n);
+        snprintf(text, sizeof text, "SIGRTMAX-%d", n);
+        ck_assert(roundtrim_parse_signal(text, &sig));
+        ck_assert_int_eq(sig, SIGRTMAX - n);
+        /* the number names the same signal */
+        snprintf(text, sizeof text, "%d", SIGRTMIN + n);
+        ck_assert(roundtrim_parse_signal(text, &sig));
+        ck_assert_int_eq(sig, SIGRTMIN + n);
+    }
+    sig = -7;
+    snprintf(text, sizeof text, "RTMIN+%d", span + 1);
+    ck_assert(!roundtrim_parse_signal(text, &sig));
+    snprintf(text, sizeof text, "RTMAX-%d", span + 1);
+    ck_assert(!roundtrim_parse_signal(text, &sig));
+    ck_assert_int_eq(sig, -7); /* untouched on refusal */
+}
+END_TEST
+
+START_TEST(realtime_range_is_the_one_given)
+{
+    /* A C library that keeps more real-time signals for itself: 38..60. */
+    int sig = 0;
+    ck_assert(roundtrim_parse_signal_in("RTMIN", 38, 60, &sig));
+    ck_assert_int_eq(sig, 38);
+    ck_assert(roundtrim_parse_signal_in("RTMIN+22", 38, 60, &sig));
+    ck_assert_int_eq(sig, 60);
+    ck_assert(!roundtrim_parse_signal_in("RTMIN+23", 38, 60, &sig));
+    ck_assert(roundtrim_parse_signal_in("sigrtmax", 38, 60, &sig));
+    ck_assert_int_eq(sig, 60);
+    ck_assert(roundtrim_parse_signal_in("RTMAX-22", 38, 60, &sig));
+    ck_assert_int_eq(sig, 38);
+    ck_assert(!roundtrim_parse_signal_in("RTMAX-23", 38, 60, &sig));
+    ck_assert(!roundtrim_parse_signal_in("35", 38, 60, &sig));
+    ck_assert(roundtrim_parse_signal_in("40", 38, 60, &sig));
+    ck_assert_int_eq(sig, 40);
+    ck_assert(!roundtrim_parse_signal_in("61", 38, 60, &sig));
+    /* the classic names do not depend on the range */
+    ck_assert(roundtrim_parse_signal_in("USR2", 38, 60, &sig));
+    ck_assert_int_eq(sig, SIGUSR2);
+    /* no real-time signals at all */
+    ck_assert(!roundtrim_parse_signal_in("RTMIN", 1, 0, &sig));
+    ck_assert(!roundtrim_parse_signal_in("RTMAX", 1, 0, &sig));
+}
+END_TEST
+
 START_TEST(cuda_empty_cache_alias_and_booleans)
 {
     const char *env[] = {"NVFLARE_CUDA_EMPTY_CACHE", "True", NULL};
@@ -221,6 +335,12 @@ int main(void)
                         sizeof bad_values / sizeof bad_values[0]);
     tcase_add_test(tc, explicit_glibc_settings_win);
     tcase_add_test(tc, signals_by_name_number_and_none);
+    tcase_add_loop_test(tc, realtime_signals_by_name, 0,
+                        sizeof realtime_names / sizeof realtime_names[0]);
+    tcase_add_loop_test(tc, realtime_names_out_of_range_warn_and_keep_sigusr1, 0,
+                        sizeof bad_realtime / sizeof bad_realtime[0]);
+    tcase_add_test(tc, every_realtime_signal_has_its_names_and_no_more);
+    tcase_add_test(tc, realtime_range_is_the_one_given);
     tcase_add_test(tc, cuda_empty_cache_alias_and_booleans);
     tcase_add_test(tc, sampling_is_wanted_only_when_asked_for);
     tcase_add_test(tc, worker_starts_early_only_when_asked);
