@@ -8,6 +8,7 @@
 
 #include "policy/round_record.h"
 #include "runtime/clock.h"
+#include "runtime/loaded_object.h"
 #include "runtime/state.h"
 #include "runtime/thread_counters.h"
 #include "runtime/next_alloc.h"
@@ -46,10 +47,13 @@ static void name_object(const char *path)
 static void *first_malloc_definition(void)
 {
     void *first = dlsym(RTLD_DEFAULT, "malloc");
+    struct roundtrim_loaded_object where;
+    /* Only the executable can hold such a stub: anywhere else, the answer is the definition. */
+    if (!first || !roundtrim_loaded_object_of(first, &where) || !where.main_program)
+        return first;
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (!first || !dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-        sym->st_shndx != SHN_UNDEF)
+    if (!dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx != SHN_UNDEF)
         return first;
     void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     struct link_map *map = NULL;
@@ -73,21 +77,20 @@ void roundtrim_allocator_detect(void)
 {
     void *serving = (void *)roundtrim_next.malloc;
     void *first = first_malloc_definition();
-    Dl_info first_info, own_info;
-    if (first && dladdr(first, &first_info) &&
-        dladdr((void *)roundtrim_allocator_detect, &own_info) &&
-        first_info.dli_fbase != own_info.dli_fbase) {
+    struct roundtrim_loaded_object first_obj, own, info;
+    if (first && roundtrim_loaded_object_of(first, &first_obj) &&
+        roundtrim_loaded_object_of((void *)roundtrim_allocator_detect, &own) &&
+        !roundtrim_loaded_object_same(&first_obj, &own)) {
         serving = first;
         counts_skipped = "allocator_before_roundtrim";
     }
-    Dl_info info;
-    if (!dladdr(serving, &info) || !info.dli_fname) {
+    if (!roundtrim_loaded_object_of(serving, &info)) {
         strncpy(other_name, "unknown", sizeof other_name - 1);
         return;
     }
-    void *obj = dlopen(info.dli_fname[0] ? info.dli_fname : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    void *obj = dlopen(info.main_program ? NULL : info.path, RTLD_LAZY | RTLD_NOLOAD);
     if (!obj) {
-        name_object(info.dli_fname);
+        name_object(info.path);
         return;
     }
     je_mallctl = (mallctl_fn)dlsym(obj, "mallctl");
@@ -97,7 +100,7 @@ void roundtrim_allocator_detect(void)
          * our hooks forward to it, and not with sampling on, whose countdown runs on sizes. */
         if (!counts_skipped && !roundtrim_config()->sites)
             roundtrim_counters_use_jemalloc(je_mallctl);
-    } else if (strstr(info.dli_fname, "libc.so")) {
+    } else if (strstr(info.path, "libc.so")) {
         glibc_mallinfo2 = (mallinfo2_fn)dlsym(obj, "mallinfo2");
         glibc_malloc_trim = (malloc_trim_fn)dlsym(obj, "malloc_trim");
         glibc_mallopt = (mallopt_fn)dlsym(obj, "mallopt");
@@ -105,7 +108,7 @@ void roundtrim_allocator_detect(void)
             kind = RT_ALLOC_GLIBC;
     }
     if (kind == RT_ALLOC_OTHER)
-        name_object(info.dli_fname);
+        name_object(info.path);
     dlclose(obj);
 }
 

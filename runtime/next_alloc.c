@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <string.h>
 
+#include "runtime/loaded_object.h"
+
 static void *boot_malloc(size_t n);
 static void boot_free(void *p);
 static void *boot_calloc(size_t n, size_t size);
@@ -69,8 +71,8 @@ static void *lookup(const char *name)
 /* glibc's header layout is used only when it gives exactly what glibc itself reports. */
 static bool glibc_header_layout_holds(const struct roundtrim_next_alloc *n)
 {
-    Dl_info info;
-    if (!dladdr((void *)n->malloc, &info) || !info.dli_fname || !strstr(info.dli_fname, "libc.so"))
+    struct roundtrim_loaded_object owner;
+    if (!roundtrim_loaded_object_of((void *)n->malloc, &owner) || !strstr(owner.path, "libc.so"))
         return false;
     /* Look before reading any header: glibc's smallest chunk holds 24 usable bytes on 64-bit
      * (12 on 32-bit). A malloc that only borrows glibc's name (valgrind's, say) reports the
