@@ -46,6 +46,7 @@ static const struct sym hook_syms[] = {
     SYM(InterpreterState_Main, "PyInterpreterState_Main"),
     SYM(AddPendingCall, "Py_AddPendingCall"),
     SYM(Mapping_GetItemString, "PyMapping_GetItemString"),
+    SYM(Dict_GetItem, "PyDict_GetItem"),
     SYM(Module_GetDict, "PyModule_GetDict"),
     SYM(Object_SetAttrString, "PyObject_SetAttrString"),
     SYM(Object_GetAttr, "PyObject_GetAttr"),

@@ -77,6 +77,7 @@ struct roundtrim_py_api {
     void (*IncRef)(py_object *);
     void (*DecRef)(py_object *);
     py_object *(*Dict_GetItemString)(py_object *dict, const char *key);
+    py_object *(*Dict_GetItem)(py_object *dict, py_object *key);
     py_object *(*Mapping_GetItemString)(py_object *map, const char *key);
     py_object *(*Module_GetDict)(py_object *module);
     py_object *(*Object_GetAttrString)(py_object *o, const char *name);

@@ -436,6 +436,62 @@ static py_object *loaded_module(const char *name)
     return m && is_instance(m, P.Module_Type) ? m : NULL;
 }
 
+/* Whether the framework's top-level package is in sys.modules (`modules`, may be NULL). Asked
+ * at every import of the process until it is: the name's str object is made once and kept
+ * (PyDict_GetItemString would make one per call). */
+static bool framework_loaded(py_object *modules, const char *name)
+{
+    static struct {
+        const char *name;
+        py_object *key;
+    } keys[32];
+    static size_t n_keys;
+    if (!modules)
+        return false;
+    py_object *key = NULL;
+    for (size_t i = 0; i < n_keys && !key; i++)
+        if (keys[i].name == name)
+            key = keys[i].key;
+    if (!key && n_keys < sizeof keys / sizeof keys[0] && (key = P.Unicode_FromString(name))) {
+        keys[n_keys].name = name;
+        keys[n_keys++].key = key;
+    }
+    if (!key) {
+        P.Err_Clear();
+        return loaded_module(name) != NULL;
+    }
+    py_object *m = P.Dict_GetItem(modules, key);
+    return m && is_instance(m, P.Module_Type);
+}
+
+/* One event's look at the frameworks: sys.modules read once, and each framework found absent
+ * is not looked up again for its other rows. */
+struct fw_look {
+    py_object *modules;
+    const char *absent[16];
+    size_t n_absent;
+};
+
+static void fw_look_begin(struct fw_look *look)
+{
+    look->modules = P.Sys_GetObject("modules");
+    look->n_absent = 0;
+}
+
+/* Whether the entry's framework (if it has one) has been imported. */
+static bool fw_present(struct fw_look *look, struct entry *e)
+{
+    if (!e->fw || e->fw_seen)
+        return true;
+    for (size_t k = 0; k < look->n_absent; k++)
+        if (strcmp(look->absent[k], e->fw->framework) == 0)
+            return false;
+    e->fw_seen = framework_loaded(look->modules, e->fw->framework);
+    if (!e->fw_seen && look->n_absent < sizeof look->absent / sizeof look->absent[0])
+        look->absent[look->n_absent++] = e->fw->framework;
+    return e->fw_seen;
+}
+
 /* True while importlib still runs the module's body (its spec says so). */
 static bool initializing(py_object *module)
 {
@@ -604,11 +660,11 @@ static bool other_version(struct entry *e)
 }
 
 /* body_done: the module's body is known to have finished (its code object just died). */
-static void try_attach(struct entry *e, bool body_done)
+static void try_attach(struct fw_look *look, struct entry *e, bool body_done)
 {
     /* A framework's modules exist only once its top-level package does: one lookup per import
      * for the rows of a framework the process does not use. */
-    if (e->fw && !e->fw_seen && !(e->fw_seen = loaded_module(e->fw->framework) != NULL))
+    if (!fw_present(look, e))
         return;
     /* Rows for other versions leave as soon as the version is known, imported or not. */
     if (e->fw_seen && e->state == PENDING && other_version(e))
@@ -626,11 +682,15 @@ static void try_attach(struct entry *e, bool body_done)
     settle(e, res, why);
 }
 
+/* Runs at every import and module body of the process. */
 static void attach_ready(bool mains_only)
 {
+    struct fw_look look;
+    fw_look_begin(&look);
     for (size_t i = 0; i < entry_count; i++) {
-        if (entries[i].state == PENDING && (!mains_only || entries[i].in_main))
-            try_attach(&entries[i], false);
+        struct entry *e = &entries[i];
+        if (e->state == PENDING && (!mains_only || e->in_main))
+            try_attach(&look, e, false);
     }
 }
 
@@ -649,7 +709,9 @@ static py_object *body_ended(py_object *index, py_object *weakref)
             busy = true;
             py_object *t, *v, *tb;
             P.Err_Fetch(&t, &v, &tb);
-            try_attach(e, true);
+            struct fw_look look;
+            fw_look_begin(&look);
+            try_attach(&look, e, true);
             P.Err_Clear();
             P.Err_Restore(t, v, tb);
             busy = false;
@@ -675,9 +737,14 @@ static void watch_body(py_object *args)
     if (!code || !is_instance(code, P.Code_Type))
         return;
     py_object *filename = NULL;
+    struct fw_look look;
+    fw_look_begin(&look);
     for (size_t i = 0; i < entry_count; i++) {
         struct entry *e = &entries[i];
         if (e->in_main || e->state == DROPPED || e->state == NOT_THIS_VERSION || e->armed)
+            continue;
+        /* A framework's module can be running only once its top-level package exists. */
+        if (!fw_present(&look, e))
             continue;
         py_object *m = loaded_module(e->name.module);
         if (!m)
