@@ -26,3 +26,12 @@ $(FLOOR_INTERPOSER): tests/bench/interposer/floor_interposer.c
 
 CHECK_DEPS += $(FLOOR_INTERPOSER)
 bench: $(FLOOR_INTERPOSER)
+
+# An empty preloaded library: the start-up floor of any LD_PRELOAD, beside roundtrim's start-up.
+EMPTY_PRELOAD := $(BUILD)/tests/libempty_preload.so
+$(EMPTY_PRELOAD): tests/bench/interposer/empty_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared $< -o $@
+
+CHECK_DEPS += $(EMPTY_PRELOAD)
+bench: $(EMPTY_PRELOAD)
