@@ -157,6 +157,12 @@ void roundtrim_python_exiting(void)
         roundtrim_py_gil_exiting();
 }
 
+void roundtrim_python_exec(bool begun)
+{
+    if (roundtrim_python_found())
+        roundtrim_py_gil_exec(begun);
+}
+
 bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
     struct roundtrim_py_result res;

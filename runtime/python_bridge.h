@@ -19,6 +19,9 @@ bool roundtrim_python_found(void);
  * job starts any more. */
 void roundtrim_python_exiting(void);
 
+/* An exec begins (true) or failed (false): see roundtrim_py_gil_exec. */
+void roundtrim_python_exec(bool begun);
+
 /* True when the process runs an initialized CPython interpreter. */
 bool roundtrim_python_present(void);
 

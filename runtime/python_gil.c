@@ -28,6 +28,9 @@ static struct roundtrim_py_result result; /* the running job's; read by the call
 static const char *cur_why;
 static const char *skip_reason;
 static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
+/* An exec is replacing the process: a job still waiting for the GIL gives up (the thread calling
+ * exec may hold it); cleared again when the exec fails. */
+static bool exec_begun;
 static bool shutdown_hook_added;
 static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
 static pid_t helper_tid;
@@ -202,7 +205,7 @@ static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
 {
     struct timespec dl;
     deadline_in(&dl, ms);
-    while (state == from && !(until_exit && exiting)) {
+    while (state == from && !(until_exit && (exiting || exec_begun))) {
         if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
             break;
     }
@@ -239,9 +242,9 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
         return false;
     }
     pthread_mutex_lock(&lock);
-    if (exiting) {
+    if (exiting || exec_begun) {
         pthread_mutex_unlock(&lock);
-        skip_reason = "exiting";
+        skip_reason = exiting ? "exiting" : "exec";
         return false;
     }
     if (state != IDLE) {
@@ -263,7 +266,7 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
      * the GIL for good (os._exit). One that runs is waited for as usual. */
     if (!wait_leave(QUEUED, gil_wait_ms, true)) {
         state = ABANDONED;
-        why = exiting ? "exiting" : "gil_timeout";
+        why = exiting ? "exiting" : exec_begun ? "exec" : "gil_timeout";
     } else if (!wait_leave(HAS_GIL, run_wait_ms, false)) {
         state = RUNNING_ORPHAN;
         why = "job_timeout";
@@ -285,6 +288,23 @@ void roundtrim_py_gil_exiting(void)
     pthread_mutex_lock(&lock);
     exiting = true;
     if (conds_ready)
+        pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+}
+
+void roundtrim_py_gil_exec(bool begun)
+{
+    /* exec may be called from a signal handler, maybe on a thread inside this lock: never
+     * block. The worker holds it only for moments (queuing a job): try for 20 ms at most. */
+    int tries = 0;
+    while (pthread_mutex_trylock(&lock) != 0) {
+        if (++tries == 200)
+            return;
+        struct timespec t = {0, 100000L};
+        nanosleep(&t, NULL);
+    }
+    exec_begun = begun;
+    if (begun && conds_ready)
         pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
 }
@@ -320,4 +340,5 @@ void roundtrim_py_gil_fork_child(void)
     helper_started = false;
     state = IDLE;
     exiting = false; /* the child inherits the parent's threading module, our hook included */
+    exec_begun = false;
 }

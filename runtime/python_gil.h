@@ -39,6 +39,10 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
  * ("exiting"), and no job starts any more. */
 void roundtrim_py_gil_exiting(void);
 
+/* exec begins (true): a job waiting for the GIL gives up, and none starts, until it fails
+ * (false). Never blocks. */
+void roundtrim_py_gil_exec(bool begun);
+
 /* Ends the helper thread while it is idle, waiting a bounded time (for calls that need a lone
  * thread); the next job starts a new one. A job still running keeps it. */
 void roundtrim_py_helper_stop(void);

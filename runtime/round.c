@@ -430,12 +430,14 @@ void roundtrim_round_at_exec(void)
      * interpreter is left as it is, since a failed exec returns to it. */
     exit_async = true;
     __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    roundtrim_python_exec(true); /* the thread calling exec may hold the GIL a gc waits for */
     drain_before_exit(deadline);
     bool locked = lock_until(deadline);
     summary_record("exec", locked);
     /* A failed exec carries on: rounds and cleanups resume, and its exit writes its own record. */
     exit_async = false;
     __atomic_store_n(&exiting, false, __ATOMIC_RELEASE);
+    roundtrim_python_exec(false);
     if (locked)
         pthread_mutex_unlock(&round_lock);
     __atomic_store_n(&exit_begun, false, __ATOMIC_RELEASE);

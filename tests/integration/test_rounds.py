@@ -315,3 +315,27 @@ def test_program_that_sends_itself_the_round_signal_without_a_handler_ends_as_ba
     assert bare.returncode == shim.returncode == -signal.SIGUSR1
     assert bare.stdout == shim.stdout == "before\n"
     assert shim.rounds == []
+
+
+EXEC_AFTER_A_LAUNCHER_SIGNAL = """
+import os, subprocess, time
+for _ in range(3):
+    subprocess.run(["kill", "-USR1", str(os.getpid())], check=True)
+    time.sleep(0.2)
+subprocess.run(["kill", "-USR1", str(os.getpid())], check=True)
+os.execv("/bin/true", ["true"])
+"""
+
+
+def test_exec_right_after_a_round_signal_gives_up_the_gc_waiting_for_the_gil(run_shim):
+    """The fourth round's gc waits for the GIL, which the thread calling execv holds: at exec it
+    gives up at once, and the round is recorded before the new program replaces the process."""
+    for _ in range(4):
+        res = run_shim([PYTHON, "-c", EXEC_AFTER_A_LAUNCHER_SIGNAL])
+        assert res.returncode == 0, res.stderr
+        execs = [r for r in res.records if r.get("event") == "exec"]
+        assert len(execs) == 1, res.records
+        brief = [{k: r.get(k) for k in ("event", "round", "ts", "rounds", "rounds_unrecorded",
+                                         "cleanup", "cleanup_us")} for r in res.records]
+        assert execs[0]["rounds"] == 4 and execs[0]["rounds_unrecorded"] == 0, json.dumps(brief)
+        assert [r["round"] for r in res.rounds] == [1, 2, 3, 4]
