@@ -1,9 +1,7 @@
 #include "runtime/app_threads.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
