@@ -259,16 +259,28 @@ def test_user_namespace_in_a_python_process_after_gc_rounds(run_shim):
 CPYTHON_SUITES = os.environ.get("CPYTHON_SUITES", "test_signal test_faulthandler").split()
 
 
-def cpython_verdict(suite, preload, tmp_path):
+# The modules in which the wide comparison (make cpython-wide) once found a difference, run under
+# -X dev with cleanup every round and a timer round: test_posix (a child that raises SIGUSR1 at
+# itself with no handler must die by it), test_os (children under -X dev), test_threading (a
+# child forked from a thread must end when that thread returns).
+CPYTHON_DEV_SUITES = os.environ.get("CPYTHON_DEV_SUITES",
+                                    "test_posix test_os test_threading").split()
+ROUNDS_EVERYWHERE = {"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "1", "ROUNDTRIM_INTERVAL_S": "1"}
+
+
+def cpython_verdict(suite, preload, tmp_path, dev=False, extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ROUNDTRIM_", "NVFLARE_")) and k != "LD_PRELOAD"}
     if preload:
         env["LD_PRELOAD"] = str(LIB)
-        env["ROUNDTRIM_LOG"] = str(tmp_path / f"{suite}.jsonl")
+        env["ROUNDTRIM_LOG"] = str(tmp_path / f"{suite}.%p.jsonl")
+        env.update(extra or {})
     # -w: a test that fails is run again once (the suites have a few timing-sensitive tests);
     # --timeout: a hang is a failure, not a stuck run
-    proc = subprocess.run([PYTHON, "-m", "test", "-w", "--timeout", "300", suite], env=env,
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    argv = [PYTHON] + (["-X", "dev"] if dev else []) + ["-m", "test", "-w", "--timeout", "300",
+                                                          suite]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900,
+                          cwd=tmp_path)
     return proc.returncode, proc.stdout[-3000:]
 
 
@@ -278,6 +290,17 @@ def test_cpython_suite_gives_the_same_verdict(tmp_path, suite):
         pytest.skip(f"CPython's {suite} is not installed (libpython3-testsuite)")
     bare = cpython_verdict(suite, False, tmp_path)
     shim = cpython_verdict(suite, True, tmp_path)
+    assert shim[0] == bare[0], shim[1]
+
+
+@pytest.mark.parametrize("suite", CPYTHON_DEV_SUITES)
+def test_cpython_suite_under_dev_mode_with_rounds_everywhere_gives_the_same_verdict(tmp_path,
+                                                                                   suite):
+    if subprocess.run([PYTHON, "-c", f"import test.{suite}"], capture_output=True).returncode:
+        pytest.skip(f"CPython's {suite} is not installed (libpython3-testsuite)")
+    bare = cpython_verdict(suite, False, tmp_path, dev=True)
+    shim = cpython_verdict(suite, True, tmp_path, dev=True, extra=ROUNDS_EVERYWHERE)
+    assert bare[0] == 0, bare[1]
     assert shim[0] == bare[0], shim[1]
 
 
