@@ -73,6 +73,16 @@ MARKS = [
     ("leftover", re.compile(r"^# leftover processes", re.M)),
 ]
 CASE_RE = re.compile(r"^(FAIL|ERROR): (\S+) \(([\w.]+)\)", re.M)
+BLOCK_RE = re.compile(r"^(?:FAIL|ERROR): \S+ \(([\w.]+)\)\n-{70}\n(.*?)(?=^={70}$|^-{70}$)",
+                      re.M | re.S)
+# Defects already known (being fixed elsewhere): a failing test whose traceback matches one of these
+# is put down to it. Anything else is left unexplained.
+KNOWN = [
+    ("debug-alloc-abort", "the debug allocator (-X dev, PYTHONMALLOC=debug) aborts at exit: "
+     "_PyMem_DebugRawFree: bad ID", re.compile(r"_PyMem_DebugRawFree: bad ID|bad ID: Allocated")),
+    ("setsigdef", "a child that raises SIGUSR1 with no handler gets a round instead of dying",
+     re.compile(r"test_setsigdef")),
+]
 
 
 def read_modules(path):
@@ -135,7 +145,7 @@ def group_members(pgid):
         try:
             st = Path(f"/proc/{d}/stat").read_text()
             fields = st[st.rindex(")") + 2:].split()
-            if int(fields[2]) == pgid:
+            if int(fields[2]) == pgid and fields[0] != "Z":
                 cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                     errors="replace")
                 found.append(f"{d} {fields[0]} {cmd[:200]}")
@@ -274,15 +284,14 @@ def run_one(args, out, module, config):
         wall = time.monotonic() - start
         # what the module left running in its process group
         time.sleep(0.5)
-        if not killed and group_alive(proc.pid):
-            leftover = group_members(proc.pid)
-            if leftover:
-                fout.write(("\n# leftover processes in the group after exit:\n# %s\n"
-                            % "\n# ".join(leftover)).encode())
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        leftover = group_members(proc.pid) if not killed and group_alive(proc.pid) else []
+        if leftover:
+            fout.write(("\n# leftover processes in the group after exit:\n# %s\n"
+                        % "\n# ".join(leftover)).encode())
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     text = out_path.read_text(errors="replace")
     verdict, detail = verdict_of(text, rc, killed)
     marks = []
@@ -293,12 +302,50 @@ def run_one(args, out, module, config):
     res = {"module": module["name"], "group": module["group"], "config": config,
            "verdict": verdict, "detail": detail, "rc": rc, "wall_s": round(wall, 1),
            "marks": marks, "cases": CASE_RE.findall(text)[:50],
-           "junit": junit_counts(xml_path)}
+           "junit": junit_counts(xml_path), "blocks": case_blocks(text)}
     if CONFIGS[config].get("log"):
         res["log"] = log_summary(out / "logs" / config / module["name"])
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
     res_path.write_text(json.dumps(res, indent=1))
     return res
+
+
+# A test that saw a child die of SIGABRT, in an output where the debug allocator's abort shows
+ABORTED_CHILD = re.compile(r"-6 != 0|-6 not found in|return code is -6|exit(?:ed with)? code -6|"
+                           r"exitcode[= ]+-6|Signals.SIGABRT|-SIGABRT")
+
+
+def case_blocks(text):
+    """{test id: known-defect keys its traceback matches ([] when none)}, for every failing test
+    case of the output (regrtest's re-run included)."""
+    found = {}
+    bad_id = KNOWN[0][2].search(text)
+    for m in BLOCK_RE.finditer(text):
+        block = m.group(1) + "\n" + m.group(2)
+        keys = [k for k, _, rx in KNOWN if rx.search(block)]
+        if not keys and bad_id and ABORTED_CHILD.search(block):
+            keys = [KNOWN[0][0]]
+        found.setdefault(m.group(1), set()).update(keys)
+    return {k: sorted(v) for k, v in found.items()}
+
+
+def explain(r, b, text):
+    """Known-defect keys that account for a difference, and whether anything is left over."""
+    blocks = case_blocks(text)
+    keys, unexplained = set(), []
+    for case in sorted(failing_cases(r) - failing_cases(b)):
+        ks = blocks.get(case, [])
+        keys.update(ks)
+        if not ks:
+            unexplained.append(case)
+    if "+exit" in r["verdict"] and "+exit" not in b["verdict"]:
+        ks = [k for k, _, rx in KNOWN if rx.search(text[-20000:])]
+        keys.update(ks)
+        if not ks:
+            unexplained.append("(the exit)")
+    if core(r["verdict"]) != core(b["verdict"]) and not (failing_cases(r) - failing_cases(b)):
+        unexplained.append("(the verdict: no failing test of its own)")
+    return sorted(keys), unexplained
 
 
 def core(verdict):
@@ -378,6 +425,9 @@ def compare_table(out, modules, configs):
         lines.append(f"| {m['name']} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("## Details of the differences\n")
+    lines.append("Known defects: " + "; ".join(f"{k}: {d}" for k, d, _ in KNOWN) + "\n")
+    n_unexplained = {}
+    compact = {}
     for m in modules:
         if m["name"] not in diffs:
             continue
@@ -388,14 +438,33 @@ def compare_table(out, modules, configs):
             b = results[(m["name"], BASELINE[config])]
             new = sorted(failing_cases(r) - failing_cases(b))
             gone = sorted(failing_cases(b) - failing_cases(r))
+            text = (out / "runs" / config / (m["name"] + ".out")).read_text(errors="replace")
+            keys, unexplained = explain(r, b, text)
+            if diffs[m["name"]][config] == "exit" and not unexplained:
+                compact.setdefault(", ".join(keys), {}).setdefault(m["name"], []).append(config)
+                continue
+            why = ", ".join("known: " + k for k in keys)
+            if unexplained:
+                why = (why + "; " if why else "") + "NOT EXPLAINED: " + ", ".join(
+                    unexplained[:8])
+                n_unexplained[config] = n_unexplained.get(config, 0) + 1
             lines.append(f"- {m['name']} [{config}]: {b['verdict']} -> {r['verdict']}"
-                         f" (rc {b['rc']} -> {r['rc']}); marks: {', '.join(r['marks']) or '-'}")
+                         f" (rc {b['rc']} -> {r['rc']}); {why}; marks: "
+                         f"{', '.join(r['marks'])[:200] or '-'}")
+            new = sorted(failing_cases(r) - failing_cases(b))
+            gone = sorted(failing_cases(b) - failing_cases(r))
             if new:
                 lines.append(f"  - fails only here: {', '.join(new[:12])}"
                              + (" ..." if len(new) > 12 else ""))
             if gone:
                 lines.append(f"  - fails only in the baseline: {', '.join(gone[:12])}")
             lines.append(f"  - output: {out / 'runs' / config / (m['name'] + '.out')}")
+    for keys, mods in compact.items():
+        lines.append(f"- only the exit differs, known: {keys}: " + ", ".join(
+            f"{n} [{' '.join(cs)}]" for n, cs in mods.items()))
+    lines.append("")
+    lines.append("Differences not put down to a known defect: " + (", ".join(
+        f"{c}: {n}" for c, n in n_unexplained.items()) or "none"))
     lines.append("")
     flaky = [(m["name"], c) for m in modules for c in cols
              if (m["name"], c) in results and results[(m["name"], c)]["verdict"] == "pass*"]
