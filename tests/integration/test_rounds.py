@@ -5,12 +5,13 @@ boundaries right before exit, and the program's own view of its peak."""
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, PYTHON, prog, read_records, rounds, wait_for
+from conftest import BUILD, PYTHON, ROOT, prog, read_records, rounds, shim_env, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKECUDA = BUILD / "fakecuda"
@@ -236,6 +237,13 @@ def test_exec_records_pending_rounds_and_an_exec_record(run_shim):
     assert len(execs) == 1 and res.records[-1] is execs[0]
     assert execs[0]["rounds"] == 4 and execs[0]["rounds_unrecorded"] == 0
     assert not [r for r in res.records if r.get("event") == "exit"]
+    # roundtrim report reads the exec record as the old image's last one
+    report = subprocess.run([str(ROOT / "scripts" / "roundtrim"), "report", str(res.log_path)],
+                            capture_output=True, text=True, timeout=60,
+                            env=shim_env(preload=False))
+    assert report.returncode == 0, report.stderr
+    assert "unknown event" not in report.stderr
+    assert "replaced itself with exec after 4 rounds" in report.stdout
 
 
 def test_failed_exec_carries_on_and_the_exit_record_follows(run_shim):
