@@ -206,6 +206,7 @@ for my $r (1 .. 12) {
     for my $i (1 .. 60000) { $h{"k$i-$r"} = [$i, "v" x ($i % 40)]; }
     for my $k (sort keys %h) { $sum = ($sum * 31 + length($k) + $h{$k}[0]) % 1000000007; }
 }
+$SIG{USR1} = 'IGNORE';
 print "sum $sum\n";
 print $seen > 0 ? "handler ran\n" : "handler never ran\n";
 """
@@ -233,6 +234,7 @@ while [ $i -lt 40000 ]; do
         sleep 0.05
     fi
 done
+trap '' USR1
 echo "sum $s last $x"
 if [ $n -gt 0 ]; then echo "trap ran"; else echo "trap never ran"; fi
 """
@@ -418,15 +420,18 @@ CASES = {
         ],
     },
     "coreutils-stderr": {
+        # coreutils close stdout and stderr in an atexit handler (gnulib's close_stdout); the
+        # log goes to stderr, and a process that had a round must end it with an exit record
         "log": "stderr",
         "steps": [
-            setup("printf 'one\\ntwo\\nthree\\n' > small.txt; mkdir dir; touch dir/a dir/b",
-                  name="write small.txt dir"),
+            py_setup(GEN_LINES, "big.txt", "4", "1500000"),
             step(["sleep", "0.5"]),
-            step(["cat", "small.txt"]),
-            step(["ls", "-1", "dir"]),
-            step(["sort", "-r", "small.txt"]),
+            step(["cat"] + ["big.txt"] * 12, stdout_file="cat.out"),
+            step(["ls", "-lR", "--time-style=+", "/usr/lib/python3"], stdout_file="ls.out"),
+            step(["sort", "-r", "-S", "16M", "-o", "rsorted.txt", "big.txt"]),
+            step(["wc", "-l", "cat.out", "ls.out", "rsorted.txt"]),
         ],
+        "exclude": [r"\.txt$", r"\.out$"],
     },
     "pthread-exit": {
         "needs": ["gcc"],
@@ -471,6 +476,35 @@ def sig_caught(pid, signum):
     return False
 
 
+def group_threads(pgid):
+    """[(pid, [names of its live threads])] for the processes of a group (a process whose main
+    thread ended shows as a zombie while its other threads run)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = Path(f"/proc/{d}/stat").read_text()
+            if int(st[st.rindex(")") + 2:].split()[2]) != pgid:
+                continue
+            names = []
+            for t in os.listdir(f"/proc/{d}/task"):
+                ts = Path(f"/proc/{d}/task/{t}/stat").read_text()
+                if ts[ts.rindex(")") + 2] != "Z":
+                    names.append(Path(f"/proc/{d}/task/{t}/comm").read_text().strip())
+            if names:
+                found.append((int(d), sorted(names)))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+# Defects already known (being fixed elsewhere), put next to the differences they explain.
+KNOWN_HANG = "known: last-thread-hang (only roundtrim's threads left: {})"
+KNOWN_STDERR = ("known: stderr-closed-at-exit (the program closes fd 2 in an atexit handler; "
+                "roundtrim's records after that are lost)")
+
+
 def run_step(s, cwd, env, preload, logdir, lib, log_mode):
     env = dict(env)
     env["HOME"] = str(cwd)
@@ -507,7 +541,7 @@ def run_step(s, cwd, env, preload, logdir, lib, log_mode):
             t.start()
             readers.append(t)
     sent = 0
-    armed = False
+    hung = []
     timed_out = False
     deadline = start + s["timeout"]
     # one thread only waits and signals: the pid is reaped by poll() here, so a signal never
@@ -515,6 +549,7 @@ def run_step(s, cwd, env, preload, logdir, lib, log_mode):
     while proc.poll() is None:
         if time.monotonic() > deadline:
             timed_out = True
+            hung = group_threads(proc.pid)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -522,8 +557,10 @@ def run_step(s, cwd, env, preload, logdir, lib, log_mode):
             proc.wait()
             break
         if signalling:
-            if not armed:
-                armed = sig_caught(proc.pid, signum)
+            # a handler for it, checked before every signal: a program may drop its handler
+            # (perl resets %SIG as it ends) and the signal would then kill it, with or without
+            # roundtrim (a race of this runner's, not a difference)
+            armed = sig_caught(proc.pid, signum)
             if armed:
                 try:
                     os.kill(proc.pid, signum)
@@ -548,7 +585,7 @@ def run_step(s, cwd, env, preload, logdir, lib, log_mode):
         out_f.close()
     return {"rc": proc.returncode, "stdout": bufs["stdout"].decode(errors="replace"),
             "stderr": bufs["stderr"].decode(errors="replace"), "signals": sent,
-            "timeout": timed_out, "leftover": leftover, "wall": wall}
+            "timeout": timed_out, "leftover": leftover, "wall": wall, "hung": hung}
 
 
 RT_LINE = re.compile(r"^roundtrim: .*$")
@@ -647,8 +684,13 @@ def compare_case(name, case, results):
         bo, be, _, _ = normalise(s, b)
         ro, re_, rt_lines, records = normalise(s, r)
         diffs = []
+        note = []
         if b["timeout"] != r["timeout"] or (r["timeout"] and b["timeout"]):
             diffs.append("timeout" if r["timeout"] else "bare timed out")
+            only_rt = [pid for pid, names in r.get("hung", [])
+                       if all(n.startswith("roundtrim") for n in names)]
+            if only_rt:
+                note.append(KNOWN_HANG.format(" ".join(map(str, only_rt))))
         if b["rc"] != r["rc"]:
             diffs.append(f"exit {b['rc']} -> {r['rc']}")
         if bo != ro:
@@ -657,21 +699,22 @@ def compare_case(name, case, results):
             diffs.append("stderr")
         if r["leftover"] and not b["leftover"]:
             diffs.append("left processes behind")
-        note = []
         if rt_lines:
             note.append("; ".join(sorted(set(rt_lines)))[:200])
         if case.get("log") == "stderr" and not s["setup"]:
             evs = [rec.get("event") for rec in records]
             note.append("stderr records: " + (",".join(
                 f"{e}x{evs.count(e)}" for e in dict.fromkeys(evs)) or "none"))
-            if "exit" not in evs:
-                note.append("no exit record on stderr")
+            # a process that had a round writes a start record, its rounds and an exit record
+            if r["signals"] and "exit" not in evs:
+                diffs.append("no exit record on stderr")
+                note.append(KNOWN_STDERR)
         rows.append({"case": name, "step": s["name"], "setup": s["setup"],
                      "bare_rc": b["rc"], "rt_rc": r["rc"], "signals": r["signals"],
                      "bare_signals": b["signals"], "diffs": diffs, "notes": note,
                      "bare_wall": round(b["wall"], 2), "rt_wall": round(r["wall"], 2),
-                     "bare_stdout": b["stdout"][-2000:], "rt_stdout": r["stdout"][-2000:],
-                     "bare_stderr": b["stderr"][-2000:], "rt_stderr": r["stderr"][-2000:]})
+                     "bare_stdout": bo[-2000:], "rt_stdout": ro[-2000:],
+                     "bare_stderr": be[-2000:], "rt_stderr": re_[-2000:]})
     fb, fr = bare["files"], rt["files"]
     changed = sorted(k for k in set(fb) | set(fr) if fb.get(k) != fr.get(k))
     return rows, changed
