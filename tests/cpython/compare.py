@@ -21,7 +21,9 @@ killed. Verdicts: pass, fail, skip, env-changed, no-tests, timeout, crash:SIGNAM
 (killed by a signal, hung at exit, an exit status that does not match the verdict). Each
 preloaded configuration is compared with the bare one of the same -X mode.
 
-Results stay in OUT/runs/<config>/<module>.{json,out,xml} and a run that is already there is not
+The exit status is 1 when some module's tests' verdict differs, or its exit differs for a reason
+not put down to a known defect (KNOWN below), else 0. Results stay in
+OUT/runs/<config>/<module>.{json,out,xml} and a run that is already there is not
 repeated (--force repeats it), so an interrupted comparison resumes where it stopped; the table is
 written to OUT/table.md and printed.
 
@@ -497,7 +499,7 @@ def compare_table(out, modules, configs):
         lines.append(f"Round logs of the rt-rounds configurations: {tot['processes']} processes "
                      f"wrote logs, {tot['rounds']} round records, {tot['cleanups']} with a "
                      "cleanup.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", listed
 
 
 def main():
@@ -549,10 +551,12 @@ def main():
             for f in [ex.submit(task, mc) for mc in jobs]:
                 f.result()
         print(f"# {len(jobs)} runs in {(time.monotonic() - t0) / 60:.1f} min", flush=True)
-    table = compare_table(out, modules, configs)
+    table, differing = compare_table(out, modules, configs)
     (out / "table.md").write_text(table)
     print(table)
+    # 1 when a module's tests' verdict differs, or its exit differs for no known reason
+    return 1 if differing else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
