@@ -188,6 +188,10 @@ void roundtrim_boundary(enum roundtrim_source src)
 void roundtrim_boundary_from_signal(void)
 {
     capture(ROUNDTRIM_SRC_SIGNAL, NULL);
+}
+
+void roundtrim_boundary_signal_wake(void)
+{
     if (roundtrim_worker_running())
         roundtrim_worker_wake();
     else

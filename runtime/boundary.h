@@ -40,8 +40,10 @@ void roundtrim_boundary(enum roundtrim_source src);
 void roundtrim_boundary_labelled(enum roundtrim_source src, const char *label);
 
 /* A boundary seen in a signal handler: the same snapshot, async-signal-safe (no lock, no
- * allocation); a worker that does not run yet is started at the next malloc or free. */
+ * allocation). roundtrim_boundary_signal_wake then wakes the worker (or, when it does not run
+ * yet, has it started at the next malloc or free); the handler calls it last. */
 void roundtrim_boundary_from_signal(void);
+void roundtrim_boundary_signal_wake(void);
 
 /* Boundaries seen so far in this process (every one, recorded or not). */
 uint64_t roundtrim_boundaries_seen(void);

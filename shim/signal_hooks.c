@@ -140,7 +140,8 @@ static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
         errno = saved_errno;
         return;
     }
-    if (!roundtrim_in_vm_child())
+    bool marked = !roundtrim_in_vm_child();
+    if (marked)
         roundtrim_boundary_from_signal();
     if (app.sa_flags & SA_RESETHAND)
         reset_app_action();
@@ -152,6 +153,12 @@ static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
         else
             app.sa_handler(sig);
     }
+    /* The counts were cut at the signal; the round's work (gc among it) starts once the
+     * program's handler is done, so that the handler never sees roundtrim's threads at work in
+     * the middle of it (faulthandler's dump of every thread). A handler that does not return
+     * (siglongjmp) leaves the round to the worker's next wake. */
+    if (marked)
+        roundtrim_boundary_signal_wake();
     errno = saved_errno;
 }
 

@@ -311,3 +311,30 @@ def test_program_ending_during_gc_waits_for_the_collection(run_shim, tmp_path):
     rounds = py_rounds(res)
     assert len(rounds) == 1 and rounds[0]["cleanup"][:1] == ["gc"]
     assert res.records[-1]["event"] == "exit"
+
+
+FAULTHANDLER_DUMPS = """
+import faulthandler, os, signal, sys, time
+out = open(sys.argv[1], "w")
+faulthandler.register(signal.SIGUSR1, all_threads=True, file=out)
+for i in range(200):
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(0.005)
+out.close()
+text = open(sys.argv[1]).read()
+print(text.count("Current thread"), text.count("Thread 0x"))  # other threads: capital T
+"""
+
+
+def test_faulthandler_dump_of_every_thread_shows_only_the_programs(run_shim, tmp_path):
+    """faulthandler registered on the round signal dumps every Python thread from the signal
+    handler: each signal is a round with gc, whose work starts once the program's handler is
+    done, so no dump shows roundtrim's helper thread (CPython's test_register_threads)."""
+    res = run_shim([PYTHON, "-c", FAULTHANDLER_DUMPS, tmp_path / "dumps.txt"],
+                   env={"ROUNDTRIM_GC_ROUNDS": "1"}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    dumps, others = map(int, res.stdout.split())
+    assert dumps == 200
+    assert others == 0
+    assert len(res.rounds) >= 150  # signals that came during a round merge into it
+    assert any("gc" in r["cleanup"] for r in res.rounds)
