@@ -24,8 +24,9 @@ preloaded configuration is compared with the bare one of the same -X mode.
 The exit status is 1 when some module's tests' verdict differs, or its exit differs for a reason
 not put down to a known defect (KNOWN below), else 0. Results stay in
 OUT/runs/<config>/<module>.{json,out,xml} and a run that is already there is not
-repeated (--force repeats it), so an interrupted comparison resumes where it stopped; the table is
-written to OUT/table.md and printed.
+repeated (--force repeats it; a preloaded run is repeated when the library's sha256 changed), so
+an interrupted comparison resumes where it stopped; the table is written to OUT/table.md and
+printed.
 
     nice -n 10 tests/cpython/compare.py                      # everything (2 at a time)
     tests/cpython/compare.py -c bare,rt test_mmap test_gc    # some modules, some configurations
@@ -34,6 +35,7 @@ written to OUT/table.md and printed.
 
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -267,7 +269,10 @@ def run_one(args, out, module, config):
     rundir.mkdir(parents=True, exist_ok=True)
     res_path = rundir / f"{module['name']}.json"
     if res_path.exists() and not args.force:
-        return json.loads(res_path.read_text())
+        old = json.loads(res_path.read_text())
+        # a preloaded run of another build of the library is run again
+        if not CONFIGS[config]["preload"] or old.get("lib_sha256") == args.lib_sha256:
+            return old
     timeout = module["timeout"] or args.timeout
     env, tmp = run_env(args, config, module["name"], out)
     xml_path = rundir / f"{module['name']}.xml"
@@ -323,7 +328,8 @@ def run_one(args, out, module, config):
     res = {"module": module["name"], "group": module["group"], "config": config,
            "verdict": verdict, "detail": detail, "rc": rc, "wall_s": round(wall, 1),
            "marks": marks, "cases": CASE_RE.findall(text)[:50],
-           "junit": junit_counts(xml_path), "blocks": case_blocks(text)}
+           "junit": junit_counts(xml_path), "blocks": case_blocks(text),
+           "lib_sha256": args.lib_sha256 if CONFIGS[config]["preload"] else None}
     if CONFIGS[config].get("log"):
         res["log"] = log_summary(out / "logs" / config / module["name"])
     subprocess.run(["rm", "-rf", str(tmp)], check=False)
@@ -517,6 +523,8 @@ def main():
     ap.add_argument("--table-only", action="store_true")
     args = ap.parse_args()
     args.lib = Path(args.lib).resolve()
+    args.lib_sha256 = (hashlib.sha256(args.lib.read_bytes()).hexdigest()
+                       if args.lib.exists() else None)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     configs = args.configs.split(",")
