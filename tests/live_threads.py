@@ -13,3 +13,23 @@ def live_threads(pid):
         if st[st.rindex(")") + 2] != "Z":
             names.append((t / "comm").read_text().strip())
     return sorted(names)
+
+
+def group_processes(pgid):
+    """[(pid, state letter, live thread names)] of the processes of a process group that still
+    have a live thread."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            st = (d / "stat").read_text()
+            fields = st[st.rindex(")") + 2:].split()
+            if int(fields[2]) != pgid:
+                continue
+            names = live_threads(d.name)
+            if names:
+                found.append((int(d.name), fields[0], names))
+        except (OSError, ValueError):
+            pass
+    return found

@@ -50,7 +50,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from live_threads import live_threads  # noqa: E402
+from live_threads import group_processes  # noqa: E402
 
 CONFIGS = {
     "bare": {"dev": False, "preload": False, "env": {}},
@@ -149,22 +149,13 @@ def group_alive(pgid):
 def group_members(pgid):
     """'pid state threads=... cmdline' of each process of the group that still runs."""
     found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+    for pid, state, threads in group_processes(pgid):
         try:
-            st = Path(f"/proc/{d}/stat").read_text()
-            fields = st[st.rindex(")") + 2:].split()
-            if int(fields[2]) != pgid:
-                continue
-            threads = live_threads(d)
-            if not threads:
-                continue
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                 errors="replace")
-            found.append(f"{d} {fields[0]} threads={','.join(threads)} {cmd[:200]}")
-        except (OSError, ValueError):
-            pass
+        except OSError:
+            continue
+        found.append(f"{pid} {state} threads={','.join(threads)} {cmd[:200]}")
     return found
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from live_threads import live_threads  # noqa: E402
+from live_threads import group_processes  # noqa: E402
 PY = "/usr/bin/python3"
 SIGNAL_EVERY = 0.05
 
@@ -481,20 +481,7 @@ def sig_caught(pid, signum):
 def group_threads(pgid):
     """[(pid, [names of its live threads])] for the processes of a group (a process whose main
     thread ended shows as a zombie while its other threads run)."""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            st = Path(f"/proc/{d}/stat").read_text()
-            if int(st[st.rindex(")") + 2:].split()[2]) != pgid:
-                continue
-            names = live_threads(d)
-            if names:
-                found.append((int(d), names))
-        except (OSError, ValueError):
-            pass
-    return found
+    return [(pid, names) for pid, _, names in group_processes(pgid)]
 
 
 # Defects this runner found in roundtrim, all fixed since: a difference that looks like one of them
