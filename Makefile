@@ -15,11 +15,11 @@ SAN_FLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 
 # Sources left out of the library (for building parts in isolation).
 EXCLUDE   ?=
-LIB_SRCS  := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.c runtime/*.c policy/*.c))) $(EXTRA_LIB_SRCS)
+LIB_SRCS  := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.c runtime/*.c runtime/*/*.c policy/*.c))) $(EXTRA_LIB_SRCS)
 LIB_ASM   := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.S)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_ASM:%.S=$(BUILD)/obj/%.o)
 POLICY_SRCS := $(sort $(wildcard policy/*.c))
-HEADERS   := $(wildcard include/*.h shim/*.h runtime/*.h policy/*.h)
+HEADERS   := $(wildcard include/*.h shim/*.h runtime/*.h runtime/*/*.h policy/*.h)
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -87,7 +87,7 @@ install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
 	install -m 0644 include/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
 
 format:
-	clang-format -i $(wildcard shim/*.[ch] runtime/*.[ch] policy/*.[ch] include/*.h \
+	clang-format -i $(wildcard shim/*.[ch] runtime/*.[ch] runtime/*/*.[ch] policy/*.[ch] include/*.h \
 	    tests/unit/*.c tests/programs/*.c scripts/*.c tests/cuda/*.c)
 
 clean:

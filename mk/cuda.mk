@@ -7,14 +7,14 @@ FAKECUDA     := $(FAKECUDA_DIR)/libcuda.so.1
 
 # -Bsymbolic: like the real driver, the stand-in's calls between its own entry points (and the
 # addresses its cuGetProcAddress hands out) stay inside it instead of reaching the preloaded hooks.
-$(FAKECUDA): tests/cuda/fake_libcuda.c runtime/cuda_types.h
+$(FAKECUDA): tests/cuda/fake_libcuda.c runtime/cuda/types.h
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror -I. \
 		-Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -pthread -o $@ $<
 
 # Linked with -lcuda like a program built against the driver; found at run time through
 # LD_LIBRARY_PATH (no rpath), exactly as the real driver would be.
-$(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_common.h runtime/cuda_types.h $(FAKECUDA)
+$(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_common.h runtime/cuda/types.h $(FAKECUDA)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -L$(FAKECUDA_DIR) -l:libcuda.so.1 -ldl -lm
 
@@ -22,7 +22,7 @@ $(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_com
 CUDA_PROGRAMS := cuda_dlopen cuda_getproc cuda_threads cuda_rtld_next cuda_none cuda_bench cuda_devices \
                  cuda_variants
 TEST_PROGRAMS += $(filter-out $(TEST_PROGRAMS),$(CUDA_PROGRAMS) cuda_linked)
-$(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h runtime/cuda_types.h
+$(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h runtime/cuda/types.h
 CHECK_DEPS += $(FAKECUDA) $(BUILD)/tests/cuda_linked
 
 .PHONY: cuda-check-toolkit

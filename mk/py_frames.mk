@@ -2,8 +2,8 @@
 # with UBSan watching its reads.
 PY_FRAMES_PROBE := $(BUILD)/tests/libpy_frames_probe.so
 CHECK_DEPS += $(PY_FRAMES_PROBE)
-$(PY_FRAMES_PROBE): tests/programs/libpy_frames_probe.c runtime/python_frames.c \
-                    runtime/python_api.c runtime/python_frames.h runtime/python_api.h
+$(PY_FRAMES_PROBE): tests/programs/libpy_frames_probe.c runtime/python/frames.c \
+                    runtime/python/api.c runtime/python/frames.h runtime/python/api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. -fsanitize=undefined \
 	    -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -ldl
@@ -11,7 +11,7 @@ $(PY_FRAMES_PROBE): tests/programs/libpy_frames_probe.c runtime/python_frames.c 
 # The same reader inside malloc, preloaded into Python (no sanitizer: it replaces malloc).
 PY_FRAMES_MALLOC := $(BUILD)/tests/libpy_frames_malloc.so
 CHECK_DEPS += $(PY_FRAMES_MALLOC)
-$(PY_FRAMES_MALLOC): tests/programs/libpy_frames_malloc.c runtime/python_frames.c \
-                     runtime/python_api.c runtime/python_frames.h runtime/python_api.h
+$(PY_FRAMES_MALLOC): tests/programs/libpy_frames_malloc.c runtime/python/frames.c \
+                     runtime/python/api.c runtime/python/frames.h runtime/python/api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(filter %.c,$^) -o $@ -ldl

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/export.h"
-#include "runtime/sampler.h"
-#include "runtime/thread_counters.h"
-#include "runtime/worker.h"
-#include "runtime/next_alloc.h"
+#include "runtime/core/export.h"
+#include "runtime/sites/sampler.h"
+#include "runtime/alloc/thread_counters.h"
+#include "runtime/threads/worker_thread.h"
+#include "runtime/alloc/next_alloc.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)

@@ -1,5 +1,5 @@
 /* CUDA driver entry points: each exported wrapper has exactly the driver's signature, forwards to
- * the real driver and tells runtime/cuda_track.c what happened.
+ * the real driver and tells runtime/cuda/track.c what happened.
  *
  * Programs reach the driver three ways, and all three end here:
  *  - linked with -lcuda: the dynamic linker binds their calls to these exports (we are preloaded);
@@ -40,12 +40,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "runtime/cuda_account.h"
-#include "runtime/export.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/real_dlsym.h"
+#include "runtime/cuda/account.h"
+#include "runtime/core/export.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/core/real_dlsym.h"
 #include "shim/cuda_hooks.h"
-#include "runtime/cuda_types.h"
+#include "runtime/cuda/types.h"
 
 /* The wrappers' prototypes: exactly the driver's (checked against cuda.h, see cuda_types.h). */
 #define RT_API ROUNDTRIM_EXPORT CUresult
@@ -151,7 +151,7 @@ static void *const entry_wrapper[ENTRY_COUNT] = {
 static _Atomic(void *) entry_real[ENTRY_COUNT];
 static _Atomic(void *) entry_next[ENTRY_COUNT];
 
-/* ---- finding the driver: runtime/cuda_driver.c ---- */
+/* ---- finding the driver: runtime/cuda/driver.c ---- */
 
 static bool is_wrapper(const void *p)
 {

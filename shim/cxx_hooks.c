@@ -18,10 +18,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "runtime/export.h"
-#include "runtime/sampler.h"
-#include "runtime/thread_counters.h"
-#include "runtime/next_alloc.h"
+#include "runtime/core/export.h"
+#include "runtime/sites/sampler.h"
+#include "runtime/alloc/thread_counters.h"
+#include "runtime/alloc/next_alloc.h"
+#include "runtime/core/real_dlsym.h"
 
 enum cxx_op {
     NEW,
@@ -80,7 +81,7 @@ static bool counts_here; /* the next operator new is the next malloc's library's
 static void resolve(void)
 {
     for (int i = 0; i < CXX_OP_COUNT; i++)
-        __atomic_store_n(&next_op[i], dlsym(RTLD_NEXT, op_names[i]), __ATOMIC_RELAXED);
+        __atomic_store_n(&next_op[i], roundtrim_next_symbol(op_names[i]), __ATOMIC_RELAXED);
     Dl_info op_lib, malloc_lib;
     bool same = next_op[NEW] && dladdr(next_op[NEW], &op_lib) &&
                 dladdr((void *)roundtrim_next.malloc, &malloc_lib) &&

@@ -19,7 +19,7 @@
 
 #include <string.h>
 
-#include "runtime/real_dlsym.h"
+#include "runtime/core/real_dlsym.h"
 #include "shim/cuda_hooks.h"
 #include "shim/trim_hook.h"
 

@@ -9,10 +9,12 @@
 #include <stddef.h>
 #include <unistd.h>
 
-#include "runtime/export.h"
-#include "runtime/round.h"
-#include "runtime/state.h"
-#include "runtime/vm_child.h"
+#include "runtime/core/export.h"
+#include "shim/start.h"
+#include "runtime/rounds/round.h"
+#include "runtime/core/settings.h"
+#include "runtime/core/vm_child.h"
+#include "runtime/core/real_dlsym.h"
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execv_fn)(const char *, char *const[]);
@@ -25,14 +27,14 @@ static fexecve_fn real_fexecve;
 static execveat_fn real_execveat; /* glibc >= 2.34 */
 
 /* exec is async-signal-safe and dlsym is not: look them up before anyone can call them. */
-__attribute__((constructor)) static void exec_hooks_resolve(void)
+void roundtrim_exec_hooks_resolve(void)
 {
-    real_execve = (execve_fn)dlsym(RTLD_NEXT, "execve");
-    real_execvpe = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
-    real_execv = (execv_fn)dlsym(RTLD_NEXT, "execv");
-    real_execvp = (execv_fn)dlsym(RTLD_NEXT, "execvp");
-    real_fexecve = (fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
-    real_execveat = (execveat_fn)dlsym(RTLD_NEXT, "execveat");
+    real_execve = (execve_fn)roundtrim_next_symbol("execve");
+    real_execvpe = (execve_fn)roundtrim_next_symbol("execvpe");
+    real_execv = (execv_fn)roundtrim_next_symbol("execv");
+    real_execvp = (execv_fn)roundtrim_next_symbol("execvp");
+    real_fexecve = (fexecve_fn)roundtrim_next_symbol("fexecve");
+    real_execveat = (execveat_fn)roundtrim_next_symbol("execveat");
 }
 
 static void record_exec(void)
@@ -40,7 +42,7 @@ static void record_exec(void)
     /* Called before the constructor ran (from another library's constructor): look them up now,
      * as unshare and setns do, rather than fail the program's exec. */
     if (!__atomic_load_n(&real_execve, __ATOMIC_ACQUIRE))
-        exec_hooks_resolve();
+        roundtrim_exec_hooks_resolve();
     if (!roundtrim_active() || roundtrim_in_vm_child() || !roundtrim_round_exit_wanted())
         return;
     int saved_errno = errno;

@@ -9,20 +9,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/export.h"
-#include "runtime/round.h"
-#include "runtime/state.h"
-#include "runtime/vm_child.h"
+#include "runtime/core/export.h"
+#include "shim/start.h"
+#include "runtime/rounds/round.h"
+#include "runtime/core/settings.h"
+#include "runtime/core/vm_child.h"
+#include "runtime/core/real_dlsym.h"
 
 typedef void (*exit_fn)(int);
 
 static exit_fn real_exit, real_Exit;
 
 /* dlsym is not async-signal-safe and _exit is: look both up before anyone can call them. */
-__attribute__((constructor)) static void exit_hooks_resolve(void)
+void roundtrim_exit_hooks_resolve(void)
 {
-    real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
-    real_Exit = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+    real_exit = (exit_fn)roundtrim_next_symbol("_exit");
+    real_Exit = (exit_fn)roundtrim_next_symbol("_Exit");
 }
 
 static void record_exit(void)

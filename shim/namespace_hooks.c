@@ -6,10 +6,12 @@
 #include <sched.h>
 #include <stdbool.h>
 
-#include "runtime/export.h"
-#include "runtime/python_gil.h"
-#include "runtime/worker.h"
-#include "runtime/vm_child.h"
+#include "runtime/core/export.h"
+#include "shim/start.h"
+#include "runtime/python/gil.h"
+#include "runtime/threads/worker_thread.h"
+#include "runtime/core/vm_child.h"
+#include "runtime/core/real_dlsym.h"
 
 typedef int (*unshare_fn)(int);
 typedef int (*setns_fn)(int, int);
@@ -18,10 +20,10 @@ static unshare_fn real_unshare;
 static setns_fn real_setns;
 
 /* Looked up by the constructor: these calls are made in vfork children, where dlsym is unsafe. */
-__attribute__((constructor)) static void namespace_hooks_resolve(void)
+void roundtrim_namespace_hooks_resolve(void)
 {
-    real_unshare = (unshare_fn)dlsym(RTLD_NEXT, "unshare");
-    real_setns = (setns_fn)dlsym(RTLD_NEXT, "setns");
+    real_unshare = (unshare_fn)roundtrim_next_symbol("unshare");
+    real_setns = (setns_fn)roundtrim_next_symbol("setns");
 }
 
 /* What the kernel checks for a lone thread: unshare(CLONE_NEWUSER) implies CLONE_THREAD;
@@ -64,14 +66,14 @@ static int call_alone(int (*fn)(int, int), bool resolved, bool alone, int a, int
 ROUNDTRIM_EXPORT int unshare(int flags)
 {
     if (!real_unshare)
-        namespace_hooks_resolve();
+        roundtrim_namespace_hooks_resolve();
     return call_alone(unshare_call, real_unshare != NULL, (flags & UNSHARE_ALONE) != 0, flags, 0);
 }
 
 ROUNDTRIM_EXPORT int setns(int fd, int nstype)
 {
     if (!real_setns)
-        namespace_hooks_resolve();
+        roundtrim_namespace_hooks_resolve();
     return call_alone(setns_call, real_setns != NULL, nstype == 0 || (nstype & SETNS_ALONE), fd,
                       nstype);
 }

@@ -13,11 +13,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/boundary.h"
-#include "runtime/export.h"
-#include "runtime/signal_rounds.h"
-#include "runtime/state.h"
-#include "runtime/vm_child.h"
+#include "runtime/boundary/boundary.h"
+#include "runtime/core/export.h"
+#include "runtime/boundary/signal_rounds.h"
+#include "runtime/core/settings.h"
+#include "runtime/core/vm_child.h"
+#include "runtime/core/real_dlsym.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int);
@@ -45,10 +46,10 @@ void roundtrim_signal_hooks_resolve(void)
 {
     if (__atomic_load_n(&real.sigaction, __ATOMIC_ACQUIRE))
         return;
-    real.signal = (signal_fn)dlsym(RTLD_NEXT, "signal");
-    real.bsd_signal = (signal_fn)dlsym(RTLD_NEXT, "bsd_signal");
-    real.sysv_signal = (signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
-    __atomic_store_n(&real.sigaction, (sigaction_fn)dlsym(RTLD_NEXT, "sigaction"),
+    real.signal = (signal_fn)roundtrim_next_symbol("signal");
+    real.bsd_signal = (signal_fn)roundtrim_next_symbol("bsd_signal");
+    real.sysv_signal = (signal_fn)roundtrim_next_symbol("sysv_signal");
+    __atomic_store_n(&real.sigaction, (sigaction_fn)roundtrim_next_symbol("sigaction"),
                      __ATOMIC_RELEASE);
 }
 

@@ -6,9 +6,9 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-#include "runtime/allocator_ops.h"
-#include "runtime/export.h"
-#include "runtime/real_dlsym.h"
+#include "runtime/alloc/allocator_ops.h"
+#include "runtime/core/export.h"
+#include "runtime/core/real_dlsym.h"
 
 typedef int (*malloc_trim_fn)(size_t);
 
@@ -20,7 +20,7 @@ static malloc_trim_fn next(void)
 {
     malloc_trim_fn fn = __atomic_load_n(&next_trim, __ATOMIC_ACQUIRE);
     if (!fn) {
-        fn = (malloc_trim_fn)dlsym(RTLD_NEXT, "malloc_trim");
+        fn = (malloc_trim_fn)roundtrim_next_symbol("malloc_trim");
         __atomic_store_n(&next_trim, fn, __ATOMIC_RELEASE);
     }
     return fn;

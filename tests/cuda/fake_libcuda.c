@@ -51,7 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cuda_types.h"
+#include "runtime/cuda/types.h"
 
 #define EXPORT         __attribute__((visibility("default")))
 #define DRIVER_VERSION 13050 /* newer than any toolkit roundtrim was checked against */

@@ -1,4 +1,4 @@
-"""The Python frames a sampled allocation carries: the frame reader (runtime/python_frames.c) in a
+"""The Python frames a sampled allocation carries: the frame reader (runtime/python/frames.c) in a
 probe library that each interpreter loads through ctypes, called from known lines of a script
 (tests/python/frames_probe.py, lines marked `# frame:NAME`) whose file name is not ASCII."""
 

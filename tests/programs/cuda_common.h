@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../runtime/cuda_types.h"
+#include "../../runtime/cuda/types.h"
 #include "launcher_signal.h"
 
 #define MiB (1024ull * 1024ull)

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "runtime/python_api.h"
-#include "runtime/python_frames.h"
+#include "runtime/python/api.h"
+#include "runtime/python/frames.h"
 
 extern void *__libc_malloc(size_t size);
 

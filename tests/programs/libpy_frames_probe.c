@@ -1,11 +1,11 @@
-/* Test-only: the Python frame reader (runtime/python_frames.c) in a library that Python loads
+/* Test-only: the Python frame reader (runtime/python/frames.c) in a library that Python loads
  * through ctypes, to read the calling thread's stack from known places in a script. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/python_api.h"
-#include "runtime/python_frames.h"
+#include "runtime/python/api.h"
+#include "runtime/python/frames.h"
 
 #define MAX_FRAMES 32
 #define MAX_NAME   512

@@ -1,0 +1,117 @@
+#include "runtime/core/proc_mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "policy/procfs.h"
+#include "runtime/core/safe_file.h"
+
+bool roundtrim_read_file(const char *path, char *buf, size_t cap)
+{
+    /* cgroup paths come from the environment: a FIFO or a device there must not block or act. */
+    int fd = roundtrim_open_read(path);
+    if (fd < 0)
+        return false;
+    size_t len = 0;
+    while (len + 1 < cap) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return len > 0;
+}
+
+/* The process's own file `name`, read through the calling thread: once the main thread has ended
+ * (pthread_exit), /proc/self is its zombie, with no memory to report, while the process lives on
+ * in its other threads. /proc/self where thread-self is missing (Linux before 3.17). */
+static bool read_self_file(const char *name, char *buf, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/thread-self/%s", name);
+    if (roundtrim_read_file(path, buf, cap))
+        return true;
+    snprintf(path, sizeof path, "/proc/self/%s", name);
+    return roundtrim_read_file(path, buf, cap);
+}
+
+uint64_t roundtrim_rss_bytes(void)
+{
+    char buf[256];
+    uint64_t rss = 0;
+    if (read_self_file("statm", buf, sizeof buf))
+        roundtrim_parse_statm_resident(buf, (uint64_t)sysconf(_SC_PAGESIZE), &rss);
+    return rss;
+}
+
+uint64_t roundtrim_rss_peak_bytes(void)
+{
+    char buf[4096];
+    uint64_t hwm = 0;
+    if (read_self_file("status", buf, sizeof buf))
+        roundtrim_parse_kb_field(buf, "VmHWM", &hwm);
+    return hwm;
+}
+
+bool roundtrim_rss_peak_reset(void)
+{
+    int fd = open("/proc/thread-self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    /* "5" resets the peak RSS only; it leaves the page referenced/dirty bits alone. */
+    bool ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+static bool read_number_file(const char *dir, const char *name, bool limit, uint64_t *v)
+{
+    char path[1200], buf[64];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path ||
+        !roundtrim_read_file(path, buf, sizeof buf))
+        return false;
+    return limit ? roundtrim_parse_cgroup_limit(buf, v) : roundtrim_parse_cgroup_usage(buf, v);
+}
+
+void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit *out)
+{
+    char dir[1100], buf[4096];
+    *out = (struct roundtrim_mem_limit){0};
+    uint64_t rss = roundtrim_rss_bytes();
+    if (!cgroup_dir && roundtrim_read_file("/proc/self/cgroup", buf, sizeof buf) &&
+        roundtrim_cgroup_dir_from_proc(buf, dir, sizeof dir))
+        cgroup_dir = dir;
+    if (cgroup_dir) {
+        uint64_t limit = 0, usage = 0;
+        bool have_limit = read_number_file(cgroup_dir, "memory.max", true, &limit) ||
+                          read_number_file(cgroup_dir, "memory.limit_in_bytes", true, &limit);
+        bool have_usage = read_number_file(cgroup_dir, "memory.current", false, &usage) ||
+                          read_number_file(cgroup_dir, "memory.usage_in_bytes", false, &usage);
+        if (have_limit && limit > 0) {
+            out->from_cgroup = true;
+            out->limit = limit;
+            out->cgroup_limit = limit;
+            /* The OOM killer follows the cgroup's use (page cache included) when we can see it. */
+            out->used = have_usage ? usage : rss;
+        }
+        if (have_usage) {
+            out->cgroup_usage_known = true;
+            out->cgroup_usage = usage;
+        }
+        if (out->from_cgroup)
+            return;
+    }
+    uint64_t total = 0;
+    if (roundtrim_read_file("/proc/meminfo", buf, sizeof buf))
+        roundtrim_parse_kb_field(buf, "MemTotal", &total);
+    out->used = rss;
+    out->limit = total;
+}

@@ -1,0 +1,42 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "runtime/core/real_dlsym.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+
+/* Read by the trampoline (8-byte aligned pointer: a plain load is atomic on both targets). */
+__attribute__((visibility("hidden"))) roundtrim_dlsym_fn roundtrim_dlsym_real;
+
+/* Set while this thread resolves the real dlsym: dlvsym may allocate, the malloc bootstrap may
+ * then call dlsym again, and that nested call must not resolve again (it gets NULL). */
+static __thread int resolving;
+
+roundtrim_dlsym_fn roundtrim_real_dlsym(void)
+{
+    roundtrim_dlsym_fn fn = __atomic_load_n(&roundtrim_dlsym_real, __ATOMIC_ACQUIRE);
+    if (fn || resolving)
+        return fn;
+    resolving = 1;
+    /* glibc 2.34 moved dlsym into libc with a new version; older ones only have GLIBC_2.2.5
+     * (GLIBC_2.17 on aarch64). __libc_dlsym is gone since 2.34. */
+    fn = (roundtrim_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+#if defined(__aarch64__)
+    if (!fn)
+        fn = (roundtrim_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.17");
+#else
+    if (!fn)
+        fn = (roundtrim_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+#endif
+    if (fn)
+        __atomic_store_n(&roundtrim_dlsym_real, fn, __ATOMIC_RELEASE);
+    resolving = 0;
+    return fn;
+}
+
+void *roundtrim_next_symbol(const char *name)
+{
+    roundtrim_dlsym_fn fn = roundtrim_real_dlsym();
+    return fn ? fn(RTLD_NEXT, name) : NULL;
+}

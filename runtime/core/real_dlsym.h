@@ -1,0 +1,16 @@
+/* libc's own dlsym, for roundtrim's lookups and for the dlsym trampoline (shim/) to forward to:
+ * the exported dlsym is roundtrim's, so every part of the library that needs a lookup of its own
+ * goes through this one. */
+#ifndef ROUNDTRIM_RUNTIME_CORE_REAL_DLSYM_H
+#define ROUNDTRIM_RUNTIME_CORE_REAL_DLSYM_H
+
+typedef void *(*roundtrim_dlsym_fn)(void *, const char *);
+
+/* The real dlsym (resolved lazily with dlvsym); NULL while it cannot be resolved. */
+roundtrim_dlsym_fn roundtrim_real_dlsym(void);
+
+/* The next definition of name after roundtrim's (dlsym(RTLD_NEXT, name) asked from this library,
+ * through the real dlsym); NULL when there is none or the real dlsym cannot be resolved yet. */
+void *roundtrim_next_symbol(const char *name);
+
+#endif

@@ -1,0 +1,149 @@
+#include "runtime/output/sites_record.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/round_record.h"
+#include "runtime/sites/frame_names.h"
+#include "runtime/output/log_writer.h"
+#include "runtime/python/frames.h"
+#include "runtime/sites/sampler.h"
+#include "runtime/sites/site_table.h"
+
+#define TOP_SITES 10
+
+/* Worker only (or the exiting thread, under the round lock): static buffers, no allocation. */
+static uint64_t round_live[ROUNDTRIM_SITES_MAX], live[ROUNDTRIM_SITES_MAX];
+static uint64_t live_before[ROUNDTRIM_SITES_MAX], grown[ROUNDTRIM_SITES_MAX];
+static char line[512 * 1024];
+
+struct span {
+    uint32_t first, last;
+};
+
+/* At the end of the span a sample is live when allocated by then and freed after (or not yet);
+ * it counts for the span's own growth when allocated within it. */
+static void add_sample(const struct roundtrim_sample_view *v, void *arg)
+{
+    const struct span *s = arg;
+    if (v->round > s->last || (v->freed_in != 0 && v->freed_in <= s->last))
+        return;
+    live[v->site] += v->weight;
+    if (v->round >= s->first)
+        round_live[v->site] += v->weight;
+}
+
+/* The indexes of the n largest nonzero values, largest first. */
+static int top(const uint64_t *value, uint32_t count, uint32_t *out, int n)
+{
+    int k = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (value[i] == 0)
+            continue;
+        int j = k < n ? k++ : n;
+        if (j == n) {
+            if (value[i] <= value[out[n - 1]])
+                continue;
+            j = n - 1;
+        }
+        while (j > 0 && value[out[j - 1]] < value[i]) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = i;
+    }
+    return k;
+}
+
+static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_py *f)
+{
+    const struct roundtrim_code_names *names = roundtrim_code_names_find(f->code);
+    roundtrim_json_object_begin(j, NULL);
+    roundtrim_json_str(j, "file", names ? names->file : NULL);
+    roundtrim_json_str(j, "function", names ? names->function : NULL);
+    roundtrim_json_i64(j, "line", f->line);
+    roundtrim_json_object_end(j);
+}
+
+static void site_object(struct roundtrim_json *j, uint32_t i)
+{
+    const struct roundtrim_site *s = roundtrim_site_at(i);
+    char id[24];
+    snprintf(id, sizeof id, "%016llx", (unsigned long long)s->id);
+    roundtrim_json_object_begin(j, NULL);
+    roundtrim_json_str(j, "site", id);
+    roundtrim_json_u64(j, "round_live_bytes", round_live[i]);
+    roundtrim_json_u64(j, "live_bytes", live[i]);
+    roundtrim_json_i64(j, "grown_bytes", (int64_t)(live[i] - live_before[i]));
+    roundtrim_json_u64(j, "alloc_bytes", __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED));
+    roundtrim_json_u64(j, "free_bytes", __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
+    roundtrim_json_array_begin(j, "python");
+    for (int k = 0; k < s->py_depth; k++)
+        python_frame(j, &s->py[k]);
+    roundtrim_json_array_end(j);
+    roundtrim_json_array_begin(j, "frames");
+    for (int k = 0; k < s->depth; k++)
+        roundtrim_frame_json(j, s->frames[k]);
+    roundtrim_json_array_end(j);
+    roundtrim_json_object_end(j);
+}
+
+static void site_list(struct roundtrim_json *j, const char *key, const uint32_t *idx, int n)
+{
+    roundtrim_json_array_begin(j, key);
+    for (int k = 0; k < n; k++)
+        site_object(j, idx[k]);
+    roundtrim_json_array_end(j);
+}
+
+void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
+{
+    if (roundtrim_sampler_skipped())
+        return;
+    roundtrim_frame_names_refresh();
+    memset(round_live, 0, sizeof round_live);
+    memset(live, 0, sizeof live);
+    struct span span = {(uint32_t)first, (uint32_t)last};
+    uint64_t samples_live = roundtrim_sample_table_scan(add_sample, &span, span.last);
+    roundtrim_sampler_reported(span.last);
+
+    uint32_t sites = 0;
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
+        const struct roundtrim_site *s = roundtrim_site_at(i);
+        if (!s)
+            live[i] = round_live[i] = 0;
+        sites += s != NULL;
+    }
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++)
+        grown[i] = live[i] > live_before[i] ? live[i] - live_before[i] : 0;
+    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES];
+    int n_growth = top(grown, ROUNDTRIM_SITES_MAX, by_growth, TOP_SITES);
+    int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, TOP_SITES);
+    int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, TOP_SITES);
+
+    struct roundtrim_sampler_totals t;
+    roundtrim_sampler_totals(&t);
+    struct roundtrim_json j;
+    roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
+    roundtrim_json_u64(&j, "round", last);
+    roundtrim_json_u64(&j, "sample_bytes", roundtrim_sampler_mean());
+    roundtrim_json_u64(&j, "samples", t.samples);
+    roundtrim_json_u64(&j, "samples_live", samples_live);
+    roundtrim_json_u64(&j, "samples_dropped", t.dropped);
+    roundtrim_json_u64(&j, "sites", sites);
+    roundtrim_json_u64(&j, "sites_dropped", t.sites_dropped);
+    roundtrim_json_str(&j, "python_frames_skipped", roundtrim_python_frames_unavailable());
+    site_list(&j, "grown", by_growth, n_growth);
+    site_list(&j, "round_live", by_round, n_round);
+    site_list(&j, "live", by_live, n_live);
+    size_t len = roundtrim_json_end(&j);
+    if (len > 0)
+        roundtrim_log_write(line, len);
+    memcpy(live_before, live, sizeof live);
+}
+
+void roundtrim_sites_record_fork_child(void)
+{
+    memset(live_before, 0, sizeof live_before);
+}

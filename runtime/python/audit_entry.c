@@ -1,0 +1,84 @@
+#include "runtime/python/audit_entry.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* CPython's list node for a C audit hook (Include/internal/pycore_runtime.h, 3.8 to 3.13). */
+struct audit_entry {
+    struct audit_entry *next;
+    py_audit_hook hook;
+    void *user;
+};
+
+static struct audit_entry **head_slot; /* where the runtime keeps the list's head */
+/* The entry, kept reachable: once unlinked nobody else knows it. */
+static struct audit_entry *own_entry;
+static char own_marker; /* the hook's user data: tells roundtrim's entry from any other */
+
+/* The word of the runtime that went from NULL to roundtrim's entry during the add: the list's
+ * head. Only that word is followed (it was written by the add, with memory the add allocated),
+ * and only when it is the one such word. */
+static void find_head(uintptr_t *now, const uintptr_t *before, size_t words, py_audit_hook hook)
+{
+    uintptr_t *found = NULL;
+    for (size_t i = 0; i < words; i++) {
+        if (before[i] != 0 || now[i] == 0)
+            continue;
+        if (found)
+            return; /* two candidates: not sure which, leave the list alone */
+        found = &now[i];
+    }
+    if (!found)
+        return;
+    struct audit_entry *e = (struct audit_entry *)*found;
+    if (e->hook == hook && e->user == &own_marker && e->next == NULL) {
+        head_slot = (struct audit_entry **)found;
+        own_entry = e;
+    }
+}
+
+static size_t runtime_size(void *runtime)
+{
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1(runtime, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        info.dli_saddr != runtime)
+        return 0;
+    return (size_t)sym->st_size;
+}
+
+int roundtrim_py_audit_add_early(int (*add)(py_audit_hook, void *), py_audit_hook hook)
+{
+    void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+    size_t size =
+        runtime && ((uintptr_t)runtime % sizeof(uintptr_t)) == 0 ? runtime_size(runtime) : 0;
+    void *before = MAP_FAILED;
+    if (size >= sizeof(uintptr_t) && size <= (64u << 20)) {
+        before = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (before != MAP_FAILED)
+            memcpy(before, runtime, size);
+    }
+    int rc = add(hook, &own_marker);
+    if (before != MAP_FAILED) {
+        if (rc == 0)
+            find_head(runtime, before, size / sizeof(uintptr_t), hook);
+        munmap(before, size);
+    }
+    return rc;
+}
+
+void roundtrim_py_audit_unlink_early(void)
+{
+    if (head_slot && *head_slot == own_entry) {
+        *head_slot = own_entry->next;
+        head_slot = NULL;
+    }
+}
+
+bool roundtrim_py_audit_early_known(void)
+{
+    return head_slot != NULL;
+}

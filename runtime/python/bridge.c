@@ -1,0 +1,205 @@
+/* The embedded CPython interpreter: found at run time, driven from roundtrim's worker through a
+ * helper thread that takes the GIL (runtime/python/gil.h), hooked through an audit hook
+ * (runtime/python/hook.h). */
+#include "runtime/python/bridge.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "runtime/core/clock.h"
+#include "runtime/cuda/track.h"
+#include "runtime/python/api.h"
+#include "runtime/python/gil.h"
+#include "runtime/python/hook.h"
+
+#define P roundtrim_py
+
+/* How long the worker waits for the GIL (the main thread may sit in C code that keeps it), and
+ * then for the job. Past either bound the step is skipped for this round. */
+#define GIL_WAIT_MS 2000
+#define JOB_WAIT_MS 60000
+
+/* ROUNDTRIM_PY_JOB_WAIT_MS: a test and tuning knob, not a documented setting. It replaces
+ * JOB_WAIT_MS (1 ms to 1 hour), so that the tests can outlast the wait with a slow finalizer.
+ * Read once, in the constructor. */
+static unsigned job_wait_ms = JOB_WAIT_MS;
+
+static void job_wait_init(void)
+{
+    const char *v = getenv("ROUNDTRIM_PY_JOB_WAIT_MS");
+    char *end;
+    if (!v || !*v)
+        return;
+    errno = 0;
+    unsigned long ms = strtoul(v, &end, 10);
+    if (!errno && !*end && ms >= 1 && ms <= 3600000)
+        job_wait_ms = (unsigned)ms;
+}
+
+/* gc.collect() when gc was disabled: before 3.10 there is no C switch, only the gc module,
+ * which the program imported itself to disable gc. Borrowed module, no import. */
+static py_ssize collect_disabled_pre310(void)
+{
+    py_object *modules = P.Sys_GetObject("modules");
+    py_object *gc = modules ? P.Dict_GetItemString(modules, "gc") : NULL;
+    py_object *fn = gc && P.Long_AsLong ? P.Object_GetAttrString(gc, "collect") : NULL;
+    py_object *n = fn ? P.Object_CallObject(fn, NULL) : NULL;
+    py_ssize count = n ? (py_ssize)P.Long_AsLong(n) : -1;
+    if (n)
+        P.DecRef(n);
+    if (fn)
+        P.DecRef(fn);
+    return count;
+}
+
+static const char *gc_job_run(struct roundtrim_py_result *out)
+{
+    /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
+     * programs that turn automatic gc off are the ones with most cyclic garbage. The switch is
+     * flipped and restored under the GIL. A finalizer run by the collection that releases the
+     * GIL lets other Python threads run meanwhile, and they would see gc enabled until it ends
+     * (an automatic collection they trigger then is harmless: ours is running anyway). */
+    bool off = P.GC_IsEnabled && !P.GC_IsEnabled();
+    if (off)
+        P.GC_Enable();
+    uint64_t t0 = roundtrim_now_us();
+    py_ssize n = P.GC_Collect();
+    if (!P.GC_IsEnabled && n == 0) {
+        py_ssize more = collect_disabled_pre310(); /* -1: no gc module, gc was on after all */
+        n = more > 0 ? more : n;
+    }
+    out->us = roundtrim_now_us() - t0;
+    if (off)
+        P.GC_Disable();
+    if (P.Err_Occurred())
+        P.Err_Clear();
+    if (n < 0)
+        return "failed";
+    out->count = (uint64_t)n;
+    return NULL;
+}
+
+/* Calls torch.cuda.<name>() when the program has imported torch.cuda; new reference or NULL. */
+static py_object *call_torch_cuda(py_object *cuda, const char *name)
+{
+    py_object *fn = P.Object_GetAttrString(cuda, name);
+    py_object *r = fn ? P.Object_CallObject(fn, NULL) : NULL;
+    if (fn)
+        P.DecRef(fn);
+    return r;
+}
+
+static const char *torch_job_run(struct roundtrim_py_result *out)
+{
+    py_object *modules = P.Sys_GetObject("modules");
+    /* Read only: the program's own modules, never an import. */
+    py_object *torch = modules ? P.Dict_GetItemString(modules, "torch") : NULL;
+    py_object *cuda = torch ? P.Dict_GetItemString(modules, "torch.cuda") : NULL;
+    if (!cuda)
+        return "no_torch";
+    /* is_initialized() never initializes CUDA, and is false in a child forked after CUDA
+     * started (where empty_cache must not run). */
+    py_object *init = call_torch_cuda(cuda, "is_initialized");
+    int on = init ? P.Object_IsTrue(init) : -1;
+    if (init)
+        P.DecRef(init);
+    if (on != 1) {
+        P.Err_Clear();
+        return on == 0 ? "cuda_not_initialized" : "failed";
+    }
+    /* empty_cache synchronizes the device, which invalidates a graph capture in progress on
+     * any stream. Checked again here, right before the call: the helper may have waited for the
+     * GIL since the worker checked. PyTorch's own is_current_stream_capturing() sees only its
+     * current stream; the driver hooks count every capture in the process. */
+    if (roundtrim_cuda_capture_active())
+        return "cuda_capture";
+    /* This helper thread has no current context: the runtime would create one on device 0. One
+     * call releases every device's cache (the native allocator walks all of them; the
+     * cudaMallocAsync one switches devices itself), so one device of the program's suffices. */
+    struct roundtrim_cuda_scope scope;
+    const char *why = roundtrim_cuda_context_enter(&scope);
+    if (why)
+        return why;
+    uint64_t t0 = roundtrim_now_us();
+    py_object *r = call_torch_cuda(cuda, "empty_cache");
+    out->us = roundtrim_now_us() - t0;
+    roundtrim_cuda_context_leave(&scope);
+    if (!r) {
+        P.Err_Clear();
+        return "failed";
+    }
+    P.DecRef(r);
+    return NULL;
+}
+
+bool roundtrim_python_loaded(void)
+{
+    return roundtrim_py_resolve();
+}
+
+bool roundtrim_python_present(void)
+{
+    return roundtrim_py_resolve() && P.IsInitialized();
+}
+
+bool roundtrim_python_found(void)
+{
+    return __atomic_load_n(&P.found, __ATOMIC_ACQUIRE);
+}
+
+void roundtrim_python_exiting(void)
+{
+    /* No lookup here (a failed dlsym allocates, and _exit may come from a signal handler): a
+     * process whose interpreter was never found has no job to give up. */
+    if (roundtrim_python_found())
+        roundtrim_py_gil_exiting();
+}
+
+void roundtrim_python_exec(bool begun)
+{
+    if (roundtrim_python_found())
+        roundtrim_py_gil_exec(begun);
+}
+
+bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
+{
+    struct roundtrim_py_result res;
+    if (!roundtrim_python_present()) {
+        roundtrim_python_set_skip_reason(roundtrim_python_loaded() ? "no_interpreter"
+                                                                   : "no_python");
+        return false;
+    }
+    if (!roundtrim_py_with_gil(gc_job_run, &res, GIL_WAIT_MS, job_wait_ms))
+        return false;
+    *collected = res.count;
+    *us = res.us;
+    return true;
+}
+
+bool roundtrim_python_torch_empty_cache(uint64_t *us)
+{
+    struct roundtrim_py_result res;
+    if (!roundtrim_python_present())
+        return false;
+    /* Not even queued during a capture: no wait for the GIL for nothing. */
+    if (roundtrim_cuda_capture_active()) {
+        roundtrim_python_set_skip_reason("cuda_capture");
+        return false;
+    }
+    if (!roundtrim_py_with_gil(torch_job_run, &res, GIL_WAIT_MS, job_wait_ms))
+        return false;
+    *us = res.us;
+    return true;
+}
+
+bool roundtrim_python_init(const char *hook_spec)
+{
+    job_wait_init();
+    /* Not Python (yet): nothing to hook; gc looks again at each cleanup, for programs that load
+     * libpython later. Warnings about the spec are only for Python processes: shells and
+     * launchers inherit the variable too. */
+    if (!roundtrim_py_resolve())
+        return false;
+    roundtrim_py_hooks_init(hook_spec);
+    return true;
+}

@@ -1,0 +1,35 @@
+/* The embedded CPython interpreter, when the process has one: gc, the PyTorch cache, round hooks.
+ */
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_BRIDGE_H
+#define ROUNDTRIM_RUNTIME_PYTHON_BRIDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Called once at start with ROUNDTRIM_PY_HOOK (or NULL): installs the round hooks when the
+ * process runs CPython. True when it does. */
+bool roundtrim_python_init(const char *hook_spec);
+
+/* True when the process has libpython (an interpreter running, not yet started or finalized). */
+bool roundtrim_python_loaded(void);
+
+/* Whether the interpreter's library was found already (no lookup: safe on the exit path). */
+bool roundtrim_python_found(void);
+
+/* The process is ending (exit or _exit): a gc waiting for the GIL gives up ("exiting") and no
+ * job starts any more. */
+void roundtrim_python_exiting(void);
+
+/* An exec begins (true) or failed (false): see roundtrim_py_gil_exec. */
+void roundtrim_python_exec(bool begun);
+
+/* True when the process runs an initialized CPython interpreter. */
+bool roundtrim_python_present(void);
+
+/* Full gc.collect(); false when it did not run (roundtrim_python_skip_reason says why). */
+bool roundtrim_python_gc(uint64_t *collected, uint64_t *us);
+
+/* torch.cuda.empty_cache(), only when the program imported torch and initialized CUDA itself. */
+bool roundtrim_python_torch_empty_cache(uint64_t *us);
+
+#endif

@@ -1,0 +1,41 @@
+/* The calling thread's Python stack, read straight from CPython's frame structures (3.11 to
+ * 3.13) without the GIL, an allocation, a lock or a call into Python code: for a sampler that
+ * runs inside malloc on the allocating thread. */
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_FRAMES_H
+#define ROUNDTRIM_RUNTIME_PYTHON_FRAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runtime/python/api.h"
+
+struct roundtrim_py_frame {
+    const void *code; /* the frame's code object (alive while the frame runs) */
+    int line;         /* the line executing now; < 0 when the instruction has none */
+};
+
+/* Picks the frame layout of the interpreter that `api` was resolved from (its version, its
+ * build). Reads only static data, so it may run before the interpreter is initialized; called
+ * whenever the Python API is found. */
+void roundtrim_python_frames_init(const struct roundtrim_py_api *api);
+
+/* NULL when stacks can be read in this process, else why not: "not_python" (no interpreter
+ * found), "python_version" (a version whose layout is not known), "free_threaded" (a build
+ * without the GIL), "python_layout" (the interpreter's objects are not laid out as its version's
+ * are: a debug build with traced references, a changed patch release). */
+const char *roundtrim_python_frames_unavailable(void);
+
+/* Fills `out` with the calling thread's Python frames, innermost first, and returns how many (at
+ * most `max`): 0 unless the calling thread holds the GIL (its thread state is the attached one)
+ * and runs Python code. Frames still being set up and the interpreter's entry frames are left
+ * out. Only reads memory: safe inside malloc and in a signal handler. */
+int roundtrim_python_stack(struct roundtrim_py_frame *out, int max);
+
+/* Copies the code object's file name (co_filename) and qualified name (co_qualname) as UTF-8,
+ * NUL-terminated, truncated at a character boundary to fit. Valid only while the calling thread
+ * holds the GIL and the code object is on its stack (right after roundtrim_python_stack). Only
+ * reads memory. False when `code` is not a code object or a name is not a readable string. */
+bool roundtrim_python_code_names(const void *code, char *file, size_t file_len, char *func,
+                                 size_t func_len);
+
+#endif

@@ -1,0 +1,339 @@
+#include "runtime/python/gil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/core/clock.h"
+#include "runtime/python/api.h"
+#include "runtime/threads/thread_spawn.h"
+
+/* One request at a time. States move: IDLE -> QUEUED (caller) -> HAS_GIL (helper) -> DONE
+ * (helper) -> IDLE (caller). A caller that gives up while QUEUED marks it ABANDONED; the helper
+ * then releases the GIL at once without running the job. A caller that gives up on HAS_GIL
+ * marks it RUNNING_ORPHAN and leaves the job running; the helper sets IDLE when it ends, and
+ * the job's results are dropped. Nothing is queued until the state is IDLE again, so at most one
+ * job ever runs and only the helper writes `result` while one does. */
+enum req_state { IDLE, QUEUED, HAS_GIL, DONE, ABANDONED, RUNNING_ORPHAN };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t to_helper;
+static pthread_cond_t to_caller;
+static bool conds_ready;
+static bool helper_started;
+static enum req_state state = IDLE;
+static roundtrim_py_job cur_job;
+static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
+static const char *cur_why;
+static const char *skip_reason;
+static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
+/* An exec is replacing the process: a job still waiting for the GIL gives up (the thread calling
+ * exec may hold it); cleared again when the exec fails. */
+static bool exec_begun;
+static bool shutdown_hook_added;
+static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
+static pid_t helper_tid;
+
+const char *roundtrim_python_skip_reason(void)
+{
+    return skip_reason;
+}
+
+void roundtrim_python_set_skip_reason(const char *why)
+{
+    skip_reason = why;
+}
+
+static void init_conds(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&to_helper, &a);
+    pthread_cond_init(&to_caller, &a);
+    pthread_condattr_destroy(&a);
+    conds_ready = true;
+}
+
+static void deadline_in(struct timespec *t, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t->tv_nsec >= 1000000000L) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Called by threading._shutdown(), on the main thread holding the GIL, before the interpreter
+ * starts finalizing. A job running then could lose the GIL inside an extension's deallocator
+ * (PyTorch releases it there) and find the interpreter finalizing when it takes it back:
+ * CPython then ends the helper thread with pthread_exit, whose unwinding through the
+ * extension's C++ frames aborts the process. So from here on no job starts, and a job already
+ * running is waited for, the GIL released meanwhile so that it can finish. */
+static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
+{
+    (void)self;
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    exiting = true;
+    bool busy = state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN;
+    pthread_mutex_unlock(&lock);
+    if (busy) {
+        void *tstate = roundtrim_py.Eval_SaveThread();
+        struct timespec dl;
+        deadline_in(&dl, 10000);
+        pthread_mutex_lock(&lock);
+        while ((state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN) &&
+               pthread_cond_timedwait(&to_caller, &lock, &dl) != ETIMEDOUT)
+            ;
+        pthread_mutex_unlock(&lock);
+        roundtrim_py.Eval_RestoreThread(tstate);
+    }
+    roundtrim_py.IncRef(roundtrim_py.None);
+    return roundtrim_py.None;
+}
+
+static struct py_method_def shutdown_def = {"_roundtrim_shutdown", (void *)on_interpreter_shutdown,
+                                            PY_METH_NOARGS, NULL};
+
+/* Registers on_interpreter_shutdown with the threading module's own shutdown callbacks, once
+ * the program has imported threading (any program using PyTorch has). Called under the GIL
+ * before every job: a job never runs before it is registered, when it can be. */
+static void add_shutdown_hook(void)
+{
+    if (shutdown_hook_added || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
+        return;
+    py_object *modules = roundtrim_py.Sys_GetObject("modules"); /* borrowed */
+    py_object *threading = modules ? roundtrim_py.Dict_GetItemString(modules, "threading") : NULL;
+    if (!threading)
+        return;
+    py_object *reg = roundtrim_py.Object_GetAttrString(threading, "_register_atexit");
+    py_object *fn = reg ? roundtrim_py.CFunction_NewEx(&shutdown_def, NULL, NULL) : NULL;
+    py_object *r = fn ? roundtrim_py.Object_CallFunctionObjArgs(reg, fn, NULL) : NULL;
+    shutdown_hook_added = r != NULL;
+    if (r)
+        roundtrim_py.DecRef(r);
+    if (fn)
+        roundtrim_py.DecRef(fn);
+    if (reg)
+        roundtrim_py.DecRef(reg);
+    if (!r)
+        roundtrim_py.Err_Clear(); /* no such function, or shutdown already under way */
+}
+
+/* Runs the queued job under the GIL (called and returning with the lock held). */
+static void serve_one(void)
+{
+    /* The GIL is taken with the lock released: taking it may block for a long time, or end this
+     * thread when the interpreter finalizes. */
+    pthread_mutex_unlock(&lock);
+    bool can = roundtrim_py_running();
+    int gs = can ? roundtrim_py.GILState_Ensure() : 0;
+    pthread_mutex_lock(&lock);
+    if (!can) {
+        cur_why = "finalizing";
+        state = state == ABANDONED ? IDLE : DONE;
+        pthread_cond_broadcast(&to_caller);
+        return;
+    }
+    if (state == ABANDONED) {
+        state = IDLE;
+        pthread_mutex_unlock(&lock);
+        roundtrim_py.GILState_Release(gs);
+        pthread_mutex_lock(&lock);
+        return;
+    }
+    state = HAS_GIL;
+    result = (struct roundtrim_py_result){0, 0};
+    pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+    /* Checked again under the GIL: finalization may have begun while we waited. */
+    const char *why = "finalizing";
+    if (roundtrim_py_running()) {
+        add_shutdown_hook();
+        why = __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ? "exiting" : cur_job(&result);
+    }
+    roundtrim_py.GILState_Release(gs);
+    pthread_mutex_lock(&lock);
+    cur_why = why;
+    state = state == RUNNING_ORPHAN ? IDLE : DONE;
+    pthread_cond_broadcast(&to_caller);
+}
+
+static void *helper_main(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    helper_tid = gettid();
+    for (;;) {
+        while (state != QUEUED && state != ABANDONED && !helper_stop)
+            pthread_cond_wait(&to_helper, &lock);
+        if (helper_stop && state == IDLE) {
+            helper_started = false; /* the next job starts a new helper */
+            pthread_cond_broadcast(&to_caller);
+            pthread_mutex_unlock(&lock);
+            return NULL;
+        }
+        if (state == ABANDONED) {
+            state = IDLE;
+            continue;
+        }
+        serve_one();
+    }
+    return NULL;
+}
+
+static bool start_helper(void)
+{
+    if (helper_started)
+        return true;
+    if (!conds_ready)
+        init_conds();
+    helper_stop = false;
+    if (roundtrim_spawn_thread(helper_main, NULL, "roundtrim-py", 0) != 0)
+        return false;
+    helper_started = true;
+    return true;
+}
+
+/* Waits until the state leaves `from` or the deadline passes (or, with until_exit, the process
+ * starts to exit); false when it did not leave. */
+static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
+{
+    struct timespec dl;
+    deadline_in(&dl, ms);
+    while (state == from && !(until_exit && (exiting || exec_begun))) {
+        if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
+            break;
+    }
+    return state != from;
+}
+
+/* Waits until the helper has ended (helper_started false) or the deadline passes. */
+static bool wait_leave_started(unsigned ms)
+{
+    struct timespec dl;
+    deadline_in(&dl, ms);
+    while (helper_started) {
+        if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
+            return !helper_started;
+    }
+    return true;
+}
+
+bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                           unsigned gil_wait_ms, unsigned run_wait_ms)
+{
+    if (!roundtrim_py.found || !roundtrim_py.IsInitialized()) {
+        skip_reason = "no_python";
+        return false;
+    }
+    if (!roundtrim_py_running()) {
+        skip_reason = "finalizing";
+        return false;
+    }
+    /* A caller holding the GIL (a destructor run from Python's own thread) would wait for
+     * itself. */
+    if (roundtrim_py_caller_holds_gil()) {
+        skip_reason = "caller_holds_gil";
+        return false;
+    }
+    pthread_mutex_lock(&lock);
+    if (exiting || exec_begun) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = exiting ? "exiting" : "exec";
+        return false;
+    }
+    if (state != IDLE) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = "busy";
+        return false;
+    }
+    if (!start_helper()) {
+        pthread_mutex_unlock(&lock);
+        skip_reason = "thread_failed";
+        return false;
+    }
+    cur_job = job;
+    cur_why = NULL;
+    state = QUEUED;
+    pthread_cond_signal(&to_helper);
+    const char *why = NULL;
+    /* A job not yet started is given up when the process exits: the exiting thread may hold
+     * the GIL for good (os._exit). One that runs is waited for as usual. */
+    if (!wait_leave(QUEUED, gil_wait_ms, true)) {
+        state = ABANDONED;
+        why = exiting ? "exiting" : exec_begun ? "exec" : "gil_timeout";
+    } else if (!wait_leave(HAS_GIL, run_wait_ms, false)) {
+        state = RUNNING_ORPHAN;
+        why = "job_timeout";
+    } else {
+        /* DONE: the helper has finished writing `result` (it set DONE under this lock). */
+        why = cur_why;
+        if (!why)
+            *out = result;
+        state = IDLE;
+    }
+    bool ok = !why;
+    pthread_mutex_unlock(&lock);
+    skip_reason = why;
+    return ok;
+}
+
+void roundtrim_py_gil_exiting(void)
+{
+    pthread_mutex_lock(&lock);
+    exiting = true;
+    if (conds_ready)
+        pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+}
+
+void roundtrim_py_gil_exec(bool begun)
+{
+    /* exec may be called from a signal handler, maybe on a thread inside this lock: never
+     * block. The worker holds it only for moments (queuing a job): try for 20 ms at most. */
+    int tries = 0;
+    while (pthread_mutex_trylock(&lock) != 0) {
+        if (++tries == 200)
+            return;
+        roundtrim_sleep_us(100);
+    }
+    exec_begun = begun;
+    if (begun && conds_ready)
+        pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+}
+
+void roundtrim_py_helper_stop(void)
+{
+    pthread_mutex_lock(&lock);
+    if (!helper_started || state != IDLE) { /* none, or a job still runs: it stays */
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    helper_stop = true;
+    pthread_cond_signal(&to_helper);
+    bool stopped = wait_leave_started(1000);
+    pid_t tid = helper_tid;
+    pthread_mutex_unlock(&lock);
+    if (stopped) /* then until the kernel has removed the thread (1 s at most) */
+        roundtrim_thread_wait_gone(tid, 1000);
+}
+
+void roundtrim_py_gil_fork_child(void)
+{
+    /* Only the forking thread exists in the child: the helper, and any request it served, are
+     * gone; the lock may have been held at fork time. */
+    pthread_mutex_init(&lock, NULL);
+    if (conds_ready)
+        init_conds();
+    helper_started = false;
+    state = IDLE;
+    exiting = false; /* the child inherits the parent's threading module, our hook included */
+    exec_begun = false;
+}

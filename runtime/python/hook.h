@@ -1,0 +1,53 @@
+/* Round hooks for unmodified Python programs: the round functions of the FL framework a process
+ * imports (policy/framework_hooks.h; ROUNDTRIM_PY_HOOK unset or "auto"), and/or the functions
+ * ROUNDTRIM_PY_HOOK="module:qualname[,...]" names.
+ *
+ * Every return (normal or by exception) from a hooked function is a round boundary. The function
+ * object is left alone; the name that the spec gives (the module's attribute, or the class's
+ * attribute for "module:Class.method") is bound to a small C proxy that calls it, then reports
+ * the boundary. The proxy forwards every attribute (so inspect sees the same signature, name,
+ * code and __wrapped__ chain), binds like a function, pickles by name, adds no Python frame to
+ * tracebacks and passes the result or the exception through untouched.
+ *
+ * When: a C audit hook, added before the interpreter starts, watches each module body run
+ * ("exec") and binds the proxy the moment the body of the named module has finished, before
+ * the import returns to anyone: `from module import name` made later gets the proxy too.
+ * Modules imported before the main program starts are handled the same way. */
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
+#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Names a user may give; the framework table (policy/framework_hooks.h) comes on top. */
+#define ROUNDTRIM_PY_HOOK_MAX 16
+
+struct roundtrim_json;
+
+/* One parsed spec entry. */
+struct roundtrim_py_hook_entry {
+    char module[128];
+    char qualname[128];
+};
+
+/* Parses a spec into at most max entries. The item "auto" sets *with_auto (when not NULL). Bad
+ * entries are skipped, each with one warning line naming ROUNDTRIM_PY_HOOK and the entry (warn
+ * may be NULL). Returns the number kept. Pure. */
+size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry *out, size_t max,
+                               bool *with_auto, void (*warn)(const char *line));
+
+/* Installs the hooks for a spec (from the constructor; the interpreter may not exist yet):
+ * NULL, "" or "auto": the framework table; "none" or "off": nothing; names: only those names;
+ * names and "auto": both. */
+void roundtrim_py_hooks_init(const char *spec);
+
+/* The start record's "py_hook_mode" and "py_hooks" (the hooks armed: they attach when their
+ * module is imported); nothing in a process without Python. */
+void roundtrim_py_hooks_start_json(struct roundtrim_json *j);
+
+/* The exit record's "hooks_attached", "hooks_not_imported" and "hooks_missing" (imported, but the
+ * name is not there): the names the user gave, and the framework table's rows for a framework the
+ * process imported. Nothing when no hook was armed. Reads no Python state. */
+void roundtrim_py_hooks_exit_json(struct roundtrim_json *j);
+
+#endif

@@ -1,0 +1,463 @@
+#include "runtime/rounds/round.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/pressure.h"
+#include "policy/round_record.h"
+#include "runtime/alloc/allocator_ops.h"
+#include "runtime/core/clock.h"
+#include "runtime/cuda/track.h"
+#include "runtime/output/log_writer.h"
+#include "runtime/output/sites_record.h"
+#include "runtime/output/metrics_file.h"
+#include "runtime/core/proc_mem.h"
+#include "runtime/python/bridge.h"
+#include "runtime/python/gil.h"
+#include "runtime/python/hook.h"
+#include "runtime/python/program_gc.h"
+#include "runtime/rounds/rss_peak.h"
+#include "runtime/boundary/signal_rounds.h"
+#include "runtime/core/settings.h"
+#include "runtime/alloc/thread_counters.h"
+#include "runtime/threads/worker_thread.h"
+
+/* Serialises rounds with the exit summary; the worker is the only other user. */
+static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t round_no;         /* rounds recorded, merged ones included */
+static uint64_t rounds_unwritten; /* of those, the ones whose record the log could not take */
+static uint64_t cleanups;
+static struct roundtrim_boundary_snap last; /* the previous boundary's counters */
+static uint64_t last_round_us, last_pressure_us;
+static struct roundtrim_pressure pressure;
+static bool exiting;    /* the process is ending: rounds are still recorded, nothing is cleaned */
+static bool exit_begun; /* the exit path ran (exit, or _exit): once per process */
+static bool in_round;   /* a boundary was taken from the queue and is being recorded */
+/* Set on a thread that ends the process through _exit, which may be called from a signal handler
+ * that interrupted malloc or the driver: when it records rounds itself it reads nothing that
+ * takes the allocator's or the driver's locks. */
+static bool exit_async;
+static __thread bool exit_inline;
+static uint64_t program_trims_seen; /* the program's malloc_trim calls known at the last cleanup */
+
+/* The part of now above the baseline, which moves up to now: out-of-order snapshots of two
+ * boundaries racing on two threads never give a negative figure, and nothing is counted twice. */
+static uint64_t take_above(uint64_t *base, uint64_t now)
+{
+    uint64_t d = now > *base ? now - *base : 0;
+    if (now > *base)
+        *base = now;
+    return d;
+}
+
+static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_traffic *now)
+{
+    d->malloc_calls = take_above(&last.traffic.malloc_calls, now->malloc_calls);
+    d->free_calls = take_above(&last.traffic.free_calls, now->free_calls);
+    d->malloc_bytes = take_above(&last.traffic.malloc_bytes, now->malloc_bytes);
+    d->free_bytes = take_above(&last.traffic.free_bytes, now->free_bytes);
+}
+
+/* Why torch.cuda.empty_cache did not run, when that is news: not in processes without torch,
+ * or whose torch never initialised CUDA (the common case, said every round otherwise). */
+static const char *torch_skip_worth_saying(void)
+{
+    static const char *const routine[] = {"no_python", "no_torch", "cuda_not_initialized"};
+    const char *why = roundtrim_python_skip_reason();
+    if (!roundtrim_python_present() || !why)
+        return NULL;
+    for (size_t i = 0; i < sizeof routine / sizeof routine[0]; i++)
+        if (strcmp(why, routine[i]) == 0)
+            return NULL;
+    return why;
+}
+
+static bool gc_due(void)
+{
+    return roundtrim_config()->py_gc && roundtrim_python_loaded();
+}
+
+/* The same without a symbol lookup (a failed dlsym allocates): at exit the interpreter, if any,
+ * was found long before. */
+static bool gc_due_at_exit(void)
+{
+    return roundtrim_config()->py_gc && roundtrim_python_found();
+}
+
+/* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
+ * the device caches. */
+static void cleanup(struct roundtrim_round_record *r)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    uint64_t t0 = roundtrim_now_us();
+    if (gc_due()) {
+        /* What the program already did since the last cleanup is not done twice. */
+        const char *unreachable;
+        if (roundtrim_python_program_collected(&unreachable)) {
+            r->gc_skipped = "program_gc";
+        } else if (unreachable) {
+            r->gc_skipped = unreachable;
+        } else if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
+            r->gc_ran = true;
+            r->actions |= RT_ACT_GC;
+        } else {
+            const char *why = roundtrim_python_skip_reason();
+            r->gc_skipped = why ? why : "failed";
+        }
+        roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
+    }
+    if (roundtrim_program_trim_count() != program_trims_seen &&
+        roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
+        r->trim_skipped = "program_trim";
+    else
+        r->actions |= roundtrim_allocator_release(&r->trim_us);
+    program_trims_seen = roundtrim_program_trim_count(); /* ours included */
+    if (cfg->cuda_empty_cache) {
+        if (roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
+            r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
+        else
+            r->torch_empty_cache_skipped = torch_skip_worth_saying();
+        if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
+            r->actions |= RT_ACT_CUDA_POOL_TRIM;
+        else
+            r->cuda_pool_trim_skipped = roundtrim_cuda_pool_trim_skipped();
+    }
+    r->cleanup_us = roundtrim_now_us() - t0;
+    cleanups++;
+}
+
+/* A due cleanup once the process is ending: nothing runs (the libraries it would call are being
+ * finalized, and exit has a time budget), and the record says so. */
+static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
+{
+    r->cleanup_skipped = "exiting";
+    if (gc_due_at_exit())
+        r->gc_skipped = "exiting";
+}
+
+/* Counters come from the boundary's own snapshot; the rest is read now. */
+static void measure(struct roundtrim_round_record *r, const struct roundtrim_boundary_snap *s)
+{
+    traffic_delta(&r->traffic, &s->traffic);
+    r->pid = (int)getpid();
+    r->ts = s->wall_s;
+    r->allocator = roundtrim_allocator_name();
+    r->counts_skipped = roundtrim_allocator_counts_skipped();
+    r->rss_before = roundtrim_rss_bytes();
+    r->rss_peak = roundtrim_rss_peak_round(r->rss_before, roundtrim_config()->peak_reset, true);
+    if (exit_inline)
+        r->heap_live_skipped = "exiting"; /* mallinfo2 takes the arena locks */
+    else
+        r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
+    struct roundtrim_mem_limit lim;
+    roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
+    if (lim.cgroup_usage_known) {
+        r->cgroup_known = true;
+        r->cgroup_usage = lim.cgroup_usage;
+        r->cgroup_limit = lim.cgroup_limit;
+    }
+    roundtrim_cuda_round_fill(&r->cuda, &s->cuda, &last.cuda, !exit_inline);
+    if (s->cuda.seen)
+        last.cuda = s->cuda;
+}
+
+static void finish(struct roundtrim_round_record *r)
+{
+    r->rss_after = roundtrim_rss_bytes();
+    roundtrim_rss_peak_next(r->rss_after, roundtrim_config()->peak_reset);
+    char line[4096];
+    size_t n = roundtrim_round_record_format(r, line, sizeof line);
+    /* A record the log was asked for but could not take is a round unrecorded. */
+    if (n > 0 && !roundtrim_log_write(line, n) && roundtrim_config()->log_path)
+        __atomic_add_fetch(&rounds_unwritten, 1, __ATOMIC_RELEASE);
+    roundtrim_metrics_file_update(r, r->round, cleanups);
+}
+
+/* Whether one of the rounds round_no+1 .. last_round is a cleanup round. */
+static bool cleans_any(uint64_t first, uint64_t last_round)
+{
+    for (uint64_t n = first; n <= last_round; n++)
+        if (roundtrim_round_cleans(roundtrim_config(), n))
+            return true;
+    return false;
+}
+
+/* Records one boundary (round_lock held). */
+static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
+{
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    r.round = round_no + merged + 1;
+    r.merged_rounds = merged;
+    r.source = roundtrim_source_name(s->src);
+    r.hook = s->src == ROUNDTRIM_SRC_PYTHON ? s->label : NULL;
+    measure(&r, s);
+    /* Said by the first round marked otherwise than by that signal (a round by signal recorded
+     * now was marked before), or else by the exit record without a line on stderr: programs
+     * commonly restore the default action while they finalize. */
+    if (s->src != ROUNDTRIM_SRC_SIGNAL &&
+        (r.signal_rounds_off = roundtrim_signal_rounds_off_take()))
+        roundtrim_signal_rounds_off_warn(r.signal_rounds_off);
+    if (cleans_any(round_no + 1, r.round)) {
+        if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+            cleanup_skipped_at_exit(&r);
+        else
+            cleanup(&r);
+    }
+    finish(&r);
+    /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
+    if (!(exit_inline && exit_async))
+        roundtrim_sites_record(r.round - merged, r.round, s->wall_s);
+    __atomic_store_n(&round_no, r.round, __ATOMIC_RELEASE);
+    last_round_us = roundtrim_now_us();
+}
+
+/* Takes and records one queued boundary (round_lock held); false when none was queued. */
+static bool run_one_locked(void)
+{
+    struct roundtrim_boundary_snap s;
+    uint64_t merged;
+    __atomic_store_n(&in_round, true, __ATOMIC_RELEASE);
+    bool took = roundtrim_boundary_take(&s, &merged);
+    if (took)
+        run_round(&s, merged);
+    __atomic_store_n(&in_round, false, __ATOMIC_RELEASE);
+    return took;
+}
+
+void roundtrim_round_run_pending(void)
+{
+    for (;;) {
+        pthread_mutex_lock(&round_lock);
+        bool took = run_one_locked();
+        pthread_mutex_unlock(&round_lock);
+        if (!took)
+            return;
+    }
+}
+
+/* Timer rounds and pressure samples: when a variable asked for them, else once the process has
+ * seen a boundary. A worker started with the interpreter stays asleep in a Python process that
+ * never ends a round (pip, a launcher): no sample, no record. */
+static bool periodic_wanted(const struct roundtrim_config *cfg)
+{
+    if (cfg->interval_s == 0 && cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
+        return false;
+    return roundtrim_config_wants_sampling(cfg) || roundtrim_boundaries_seen() > 0;
+}
+
+uint64_t roundtrim_round_sample_period_ms(void)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    uint64_t ms = 0;
+    if (periodic_wanted(cfg))
+        ms = cfg->sample_ms;
+    if (!cfg->peak_reset && roundtrim_rss_peak_sampling() &&
+        (ms == 0 || ms > ROUNDTRIM_PEAK_SAMPLE_MS))
+        ms = ROUNDTRIM_PEAK_SAMPLE_MS;
+    return ms;
+}
+
+static void pressure_record(const char *level, const struct roundtrim_mem_limit *lim,
+                            const struct roundtrim_round_record *cleaned)
+{
+    char line[2048];
+    struct roundtrim_json j;
+    roundtrim_json_event_begin(&j, line, sizeof line, "pressure", getpid(),
+                               roundtrim_wall_seconds());
+    roundtrim_json_str(&j, "level", level);
+    roundtrim_json_u64(&j, "used_bytes", lim->used);
+    roundtrim_json_u64(&j, "limit_bytes", lim->limit);
+    roundtrim_json_u64(&j, "percent", roundtrim_pressure_percent(lim->used, lim->limit));
+    roundtrim_json_str(&j, "limit_source", lim->from_cgroup ? "cgroup" : "MemTotal");
+    if (cleaned) {
+        roundtrim_json_u64(&j, "rss_before", cleaned->rss_before);
+        roundtrim_json_u64(&j, "rss_after", cleaned->rss_after);
+        roundtrim_json_actions(&j, "cleanup", cleaned->actions);
+        roundtrim_json_u64(&j, "cleanup_us", cleaned->cleanup_us);
+    }
+    size_t n = roundtrim_json_end(&j);
+    if (n > 0)
+        roundtrim_log_write(line, n);
+}
+
+static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
+{
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    pthread_mutex_lock(&round_lock);
+    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_unlock(&round_lock);
+        return;
+    }
+    r.rss_before = roundtrim_rss_bytes();
+    cleanup(&r);
+    r.rss_after = roundtrim_rss_bytes();
+    pressure_record("clean", lim, &r);
+    pthread_mutex_unlock(&round_lock);
+}
+
+void roundtrim_round_sample(void)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        return;
+    if (roundtrim_rss_peak_sampling())
+        roundtrim_rss_peak_sample();
+    if (!periodic_wanted(cfg))
+        return;
+    uint64_t now = roundtrim_now_us();
+    if (last_round_us == 0)
+        last_round_us = now; /* the first timer round is one interval after sampling starts */
+    if (cfg->interval_s > 0 && now - last_round_us >= cfg->interval_s * 1000000u) {
+        last_round_us = now;
+        roundtrim_boundary(ROUNDTRIM_SRC_TIMER);
+        roundtrim_round_run_pending();
+    }
+    if (cfg->pressure_warn == 0 && cfg->pressure_clean == 0)
+        return;
+    if (last_pressure_us != 0 && now - last_pressure_us < cfg->sample_ms * 1000u)
+        return;
+    last_pressure_us = now;
+    struct roundtrim_mem_limit lim;
+    roundtrim_mem_limit_read(cfg->cgroup_dir, &lim);
+    unsigned act = roundtrim_pressure_update(&pressure, cfg, lim.used, lim.limit, now / 1000);
+    if (act & RT_PRESSURE_WARN)
+        pressure_record("warn", &lim, NULL);
+    if (act & RT_PRESSURE_CLEAN)
+        pressure_cleanup(&lim);
+}
+
+static uint64_t rounds_recorded(void)
+{
+    return __atomic_load_n(&round_no, __ATOMIC_ACQUIRE);
+}
+
+/* Boundaries seen before exit get their records within the budget: the worker finishes them
+ * (woken, and waited for), or, when it does not run (a signal to a native program that never
+ * allocated again), the exiting thread records them itself; cleanups are skipped either way. */
+static void drain_before_exit(uint64_t deadline_us)
+{
+    while (roundtrim_now_us() < deadline_us) {
+        if (!roundtrim_boundary_pending() && !__atomic_load_n(&in_round, __ATOMIC_ACQUIRE))
+            return; /* all recorded, or only boundaries merged into none (counted below) */
+        if (roundtrim_worker_running() && !roundtrim_worker_is_self()) {
+            roundtrim_worker_wake();
+            roundtrim_sleep_us(2000);
+        } else if (pthread_mutex_trylock(&round_lock) == 0) {
+            exit_inline = exit_async;
+            bool took = run_one_locked();
+            exit_inline = false;
+            pthread_mutex_unlock(&round_lock);
+            if (!took)
+                roundtrim_sleep_us(
+                    1000); /* a producer on another thread is still filling its slot */
+        } else {
+            roundtrim_sleep_us(1000);
+        }
+    }
+}
+
+/* Takes round_lock within the budget; false when a round still runs at the deadline. */
+static bool lock_until(uint64_t deadline_us)
+{
+    while (pthread_mutex_trylock(&round_lock) != 0) {
+        if (roundtrim_now_us() >= deadline_us)
+            return false;
+        roundtrim_sleep_us(1000);
+    }
+    return true;
+}
+
+/* The last record of a program image: "exit", or "exec" when another program replaces it. */
+static void summary_record(const char *event, bool locked)
+{
+    /* Without the lock, a first record may be opening the log right now: write only into a log
+     * already open. */
+    if (!roundtrim_log_started() && !(locked && roundtrim_boundaries_seen() > 0))
+        return;
+    uint64_t seen = roundtrim_boundaries_seen();
+    uint64_t recorded = rounds_recorded() - __atomic_load_n(&rounds_unwritten, __ATOMIC_ACQUIRE);
+    struct roundtrim_traffic total;
+    roundtrim_counters_total(&total);
+    uint64_t rss = roundtrim_rss_bytes();
+    char line[8192];
+    struct roundtrim_json j;
+    roundtrim_json_event_begin(&j, line, sizeof line, event, getpid(), roundtrim_wall_seconds());
+    roundtrim_json_u64(&j, "rounds", recorded);
+    roundtrim_json_u64(&j, "rounds_unrecorded", seen > recorded ? seen - recorded : 0);
+    roundtrim_json_u64(&j, "cleanups", cleanups);
+    roundtrim_json_traffic(&j, &total, roundtrim_allocator_counts_skipped());
+    roundtrim_json_u64(&j, "rss", rss);
+    roundtrim_json_u64(&j, "rss_peak",
+                       roundtrim_rss_peak_round(rss, roundtrim_config()->peak_reset, false));
+    roundtrim_py_hooks_exit_json(&j);
+    const char *signal_off = roundtrim_signal_rounds_off_take();
+    if (signal_off)
+        roundtrim_json_str(&j, "signal_rounds_off", signal_off);
+    size_t n = roundtrim_json_end(&j);
+    if (n > 0)
+        roundtrim_log_write(line, n);
+}
+
+void roundtrim_round_at_exit(void)
+{
+    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
+        return;
+    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    roundtrim_python_exiting(); /* a gc waiting for the GIL gives up at once */
+    drain_before_exit(deadline);
+    /* The lock is kept: no round may touch libraries that are being finalized from here on. A
+     * round still running past the budget is counted as unrecorded and may still land later. */
+    summary_record("exit", lock_until(deadline));
+}
+
+void roundtrim_round_at_exec(void)
+{
+    if (__atomic_exchange_n(&exit_begun, true, __ATOMIC_ACQ_REL))
+        return; /* exec from an exit handler: the exit record is written */
+    uint64_t deadline = roundtrim_now_us() + roundtrim_config()->exit_budget_ms * 1000u;
+    /* exec is async-signal-safe and may follow a fork in a threaded parent: rounds recorded on
+     * this thread read nothing that takes the allocator's or the driver's locks. The
+     * interpreter is left as it is, since a failed exec returns to it. */
+    exit_async = true;
+    __atomic_store_n(&exiting, true, __ATOMIC_RELEASE);
+    roundtrim_python_exec(true); /* the thread calling exec may hold the GIL a gc waits for */
+    drain_before_exit(deadline);
+    bool locked = lock_until(deadline);
+    summary_record("exec", locked);
+    /* A failed exec carries on: rounds and cleanups resume, and its exit writes its own record. */
+    exit_async = false;
+    __atomic_store_n(&exiting, false, __ATOMIC_RELEASE);
+    roundtrim_python_exec(false);
+    if (locked)
+        pthread_mutex_unlock(&round_lock);
+    __atomic_store_n(&exit_begun, false, __ATOMIC_RELEASE);
+}
+
+void roundtrim_round_at_fast_exit(void)
+{
+    exit_async = true;
+    roundtrim_round_at_exit();
+}
+
+bool roundtrim_round_exit_wanted(void)
+{
+    return roundtrim_log_started() || roundtrim_boundaries_seen() > 0;
+}
+
+void roundtrim_round_fork_child(void)
+{
+    pthread_mutex_init(&round_lock, NULL);
+    roundtrim_boundary_fork_child();
+    roundtrim_rss_peak_fork_child();
+    memset(&last, 0, sizeof last);
+    memset(&pressure, 0, sizeof pressure);
+    exiting = exit_begun = in_round = exit_async = false;
+    round_no = cleanups = rounds_unwritten = 0;
+    last_round_us = roundtrim_now_us();
+    last_pressure_us = 0;
+}

@@ -1,0 +1,132 @@
+#include "runtime/sites/frame_names.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CACHE_SLOTS    16384u /* power of two */
+#define ARENA_BYTES    (4u << 20)
+#define FRAME_TEXT_MAX 1200
+
+struct cached {
+    uintptr_t ip; /* 0: empty */
+    uint32_t off, len;
+};
+
+static struct cached *cache;
+static char *arena;
+static size_t arena_used;
+static unsigned long long loads_seen = ~0ull;
+
+static int object_changes(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    unsigned long long *out = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *out = info->dlpi_adds * 1000003ull + info->dlpi_subs;
+    return 1;
+}
+
+static void clear(void)
+{
+    if (cache)
+        memset(cache, 0, sizeof *cache * CACHE_SLOTS);
+    arena_used = 0;
+}
+
+void roundtrim_frame_names_refresh(void)
+{
+    if (!cache) {
+        void *c = mmap(NULL, sizeof *cache * CACHE_SLOTS + ARENA_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (c == MAP_FAILED)
+            return;
+        cache = c;
+        arena = (char *)c + sizeof *cache * CACHE_SLOTS;
+    }
+    unsigned long long now = 0;
+    dl_iterate_phdr(object_changes, &now);
+    if (now != loads_seen)
+        clear();
+    loads_seen = now;
+}
+
+static const char *main_program(void)
+{
+    static char path[4096];
+    if (!path[0]) {
+        ssize_t n = readlink("/proc/thread-self/exe", path, sizeof path - 1);
+        if (n < 0) /* Linux before 3.17; after the main thread ended, self is its zombie */
+            n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = '\0';
+    }
+    return path;
+}
+
+/* The frame's object, formatted afresh. */
+static size_t format_frame(uintptr_t ip, char *buf, size_t cap)
+{
+    char text[64];
+    Dl_info info;
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, cap);
+    /* A return address: one less falls inside the call, where a line-table lookup wants it. */
+    uintptr_t at = ip - 1;
+    if (dladdr((void *)at, &info) && info.dli_fbase) {
+        const char *module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : main_program();
+        roundtrim_json_str(&j, "module", module);
+        snprintf(text, sizeof text, "0x%lx", (unsigned long)(at - (uintptr_t)info.dli_fbase));
+        roundtrim_json_str(&j, "offset", text);
+        if (info.dli_sname && info.dli_saddr) {
+            char sym[512];
+            snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_sname,
+                     (unsigned long)(at - (uintptr_t)info.dli_saddr));
+            roundtrim_json_str(&j, "symbol", sym);
+        } else {
+            roundtrim_json_str(&j, "symbol", NULL);
+        }
+    } else {
+        roundtrim_json_str(&j, "module", NULL);
+        snprintf(text, sizeof text, "0x%lx", (unsigned long)at);
+        roundtrim_json_str(&j, "offset", text);
+        roundtrim_json_str(&j, "symbol", NULL);
+    }
+    size_t n = roundtrim_json_end(&j); /* "}\n": the newline is not part of the value */
+    return n > 0 ? n - 1 : 0;
+}
+
+void roundtrim_frame_json(struct roundtrim_json *j, uintptr_t ip)
+{
+    char buf[FRAME_TEXT_MAX];
+    if (!cache) {
+        size_t n = format_frame(ip, buf, sizeof buf);
+        roundtrim_json_raw(j, buf, n);
+        return;
+    }
+    uint32_t i = (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 50) & (CACHE_SLOTS - 1);
+    for (uint32_t n = 0; n < 32; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
+        if (cache[i].ip == ip) {
+            roundtrim_json_raw(j, arena + cache[i].off, cache[i].len);
+            return;
+        }
+        if (cache[i].ip == 0)
+            break;
+    }
+    size_t len = format_frame(ip, buf, sizeof buf);
+    roundtrim_json_raw(j, buf, len);
+    if (len == 0)
+        return;
+    if (arena_used + len > ARENA_BYTES)
+        clear(); /* full: start over */
+    i = (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 50) & (CACHE_SLOTS - 1);
+    for (uint32_t n = 0; n < 32; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
+        if (cache[i].ip == 0) {
+            memcpy(arena + arena_used, buf, len);
+            cache[i] = (struct cached){ip, (uint32_t)arena_used, (uint32_t)len};
+            arena_used += len;
+            return;
+        }
+    }
+}

@@ -1,0 +1,222 @@
+#include "runtime/sites/sampler.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sched.h>
+#include <time.h>
+
+#include "policy/sample_math.h"
+#include "runtime/boundary/boundary.h"
+#include "runtime/python/frames.h"
+#include "runtime/core/real_dlsym.h"
+#include "runtime/sites/site_table.h"
+#include "runtime/threads/worker_thread.h"
+
+/* Frames taken beyond the kept depth: roundtrim's own (the hook, this file) come first. */
+#define OWN_FRAMES_MAX 6
+
+static uint64_t mean = 524288;
+static const char *skipped = "off";
+static int (*unw_backtrace_fn)(void **, int);
+static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left out */
+static uint64_t samples, dropped, sites_dropped;
+static uint32_t reported;
+static __thread bool sampling_now;
+/* Stacks are walked with the loader's lock (dl_iterate_phdr) and libunwind's own taken: a fork
+ * while another thread walks would leave them held in the child for good. A fork waits for the
+ * walks in flight and holds new ones off until it is done. */
+static unsigned walks_in_flight;
+static bool fork_pending;
+
+static int find_own_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t base = (uintptr_t)arg;
+    if (info->dlpi_addr != base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!own_lo || lo < own_lo)
+            own_lo = lo;
+        if (hi > own_hi)
+            own_hi = hi;
+    }
+    return 1;
+}
+
+const char *roundtrim_sampler_start(uint64_t mean_bytes)
+{
+    mean = mean_bytes;
+    /* RTLD_LOCAL: libunwind also defines the _Unwind_* functions C++ exceptions use; loaded
+     * globally into every process it would take them over from libgcc. */
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        skipped = "libunwind_missing";
+        return skipped;
+    }
+    roundtrim_dlsym_fn lookup = roundtrim_real_dlsym();
+    if (lookup)
+        unw_backtrace_fn = (int (*)(void **, int))lookup(h, "unw_backtrace");
+    if (!unw_backtrace_fn) {
+        skipped = "libunwind_missing";
+        return skipped;
+    }
+    Dl_info self;
+    if (dladdr((void *)roundtrim_sampler_start, &self) && self.dli_fbase)
+        dl_iterate_phdr(find_own_range, self.dli_fbase);
+    if (!roundtrim_site_table_init() || !roundtrim_sample_table_init()) {
+        skipped = "no_memory";
+        return skipped;
+    }
+    skipped = NULL;
+    __atomic_store_n(&roundtrim_sampling_on, true, __ATOMIC_RELEASE);
+    /* A fast path suspended for a pending worker start keeps waiting for it; resuming then
+     * picks the sampling mode. */
+    if (!__atomic_load_n(&roundtrim_worker_start_wanted, __ATOMIC_ACQUIRE))
+        roundtrim_fast_path_resume();
+    return NULL;
+}
+
+const char *roundtrim_sampler_skipped(void)
+{
+    return skipped;
+}
+
+uint64_t roundtrim_sampler_mean(void)
+{
+    return mean;
+}
+
+static uint32_t round_in_progress(void)
+{
+    return (uint32_t)(roundtrim_boundaries_seen() + 1);
+}
+
+static void draw_next(struct roundtrim_thread_counters *c)
+{
+    if (c->rng == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        c->rng = ((uintptr_t)c * 0x9e3779b97f4a7c15ull) ^ (uint64_t)ts.tv_nsec ^
+                 ((uint64_t)ts.tv_sec << 32) ^ 1;
+    }
+    c->sample_at =
+        c->malloc_bytes + roundtrim_sample_interval(roundtrim_sample_random(&c->rng), mean);
+}
+
+/* The caller's native frames, roundtrim's own left out. */
+static int native_frames(uintptr_t *out)
+{
+    void *ips[ROUNDTRIM_SITE_NATIVE_MAX + OWN_FRAMES_MAX];
+    int n = unw_backtrace_fn(ips, (int)(sizeof ips / sizeof ips[0]));
+    int depth = 0, i = 0;
+    while (i < n && (uintptr_t)ips[i] >= own_lo && (uintptr_t)ips[i] < own_hi)
+        i++;
+    for (; i < n && depth < ROUNDTRIM_SITE_NATIVE_MAX; i++)
+        out[depth++] = (uintptr_t)ips[i];
+    return depth;
+}
+
+static int python_frames(struct roundtrim_site_py *out)
+{
+    if (roundtrim_python_frames_unavailable())
+        return 0;
+    struct roundtrim_py_frame f[ROUNDTRIM_SITE_PYTHON_MAX];
+    int n = roundtrim_python_stack(f, ROUNDTRIM_SITE_PYTHON_MAX);
+    for (int i = 0; i < n; i++) {
+        out[i].code = f[i].code;
+        out[i].line = f[i].line;
+        roundtrim_code_names_note(f[i].code);
+    }
+    return n < 0 ? 0 : n;
+}
+
+void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counters *c)
+{
+    if (c->sample_at == 0 || sampling_now) {
+        /* A thread's first allocation draws its first distance; an allocation made while this
+         * thread takes a sample (libunwind's own) is not sampled. */
+        if (!roundtrim_thread_counted(c))
+            c->sample_at = UINT64_MAX;
+        else if (!sampling_now)
+            draw_next(c);
+        return;
+    }
+    if (!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_ACQUIRE) ||
+        !roundtrim_thread_counted(c)) {
+        c->sample_at = UINT64_MAX;
+        return;
+    }
+    sampling_now = true;
+    draw_next(c);
+    __atomic_add_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        sampling_now = false;
+        return;
+    }
+    uintptr_t frames[ROUNDTRIM_SITE_NATIVE_MAX];
+    struct roundtrim_site_py py[ROUNDTRIM_SITE_PYTHON_MAX];
+    int depth = native_frames(frames);
+    __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
+    int py_depth = python_frames(py);
+    int32_t site = roundtrim_site_intern(frames, depth, py, py_depth);
+    __atomic_add_fetch(&samples, 1, __ATOMIC_RELAXED);
+    if (site < 0) {
+        __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
+    } else {
+        uint64_t w = roundtrim_sample_weight(bytes, mean);
+        if (roundtrim_sample_table_insert(p, (uint32_t)site, round_in_progress(), w))
+            roundtrim_site_add_alloc(site, w);
+        else
+            __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+    }
+    sampling_now = false;
+}
+
+void roundtrim_sample_freed(const void *p)
+{
+    uint32_t site;
+    uint64_t w;
+    if (roundtrim_sample_table_remove(p, round_in_progress(),
+                                      __atomic_load_n(&reported, __ATOMIC_ACQUIRE), &site, &w))
+        roundtrim_site_add_free(site, w);
+}
+
+void roundtrim_sampler_totals(struct roundtrim_sampler_totals *out)
+{
+    out->samples = __atomic_load_n(&samples, __ATOMIC_RELAXED);
+    out->dropped = __atomic_load_n(&dropped, __ATOMIC_RELAXED);
+    out->sites_dropped = __atomic_load_n(&sites_dropped, __ATOMIC_RELAXED);
+}
+
+void roundtrim_sampler_reported(uint32_t round)
+{
+    __atomic_store_n(&reported, round, __ATOMIC_RELEASE);
+}
+
+void roundtrim_sampler_fork_prepare(void)
+{
+    __atomic_store_n(&fork_pending, true, __ATOMIC_SEQ_CST);
+    /* A walk takes microseconds; the bound only guards against the unforeseen. */
+    for (int i = 0; i < 200000 && __atomic_load_n(&walks_in_flight, __ATOMIC_SEQ_CST); i++)
+        sched_yield();
+}
+
+void roundtrim_sampler_fork_parent(void)
+{
+    __atomic_store_n(&fork_pending, false, __ATOMIC_SEQ_CST);
+}
+
+void roundtrim_sampler_fork_child(void)
+{
+    walks_in_flight = 0;
+    fork_pending = false;
+    reported = 0;
+    sampling_now = false;
+    roundtrim_sample_table_fork_child();
+}

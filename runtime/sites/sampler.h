@@ -1,0 +1,73 @@
+/* Sampling allocations by bytes (ROUNDTRIM_SITES): every thread counts down an exponentially
+ * distributed number of bytes on the counter the fast path already keeps, and the allocation
+ * that crosses the mark is sampled: its stack is taken and the block remembered until freed. */
+#ifndef ROUNDTRIM_RUNTIME_SITES_SAMPLER_H
+#define ROUNDTRIM_RUNTIME_SITES_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/alloc/next_alloc.h"
+#include "runtime/sites/sample_table.h"
+#include "runtime/alloc/thread_counters.h"
+
+/* Maps the tables, loads libunwind and turns the fast path's sampling mode on. Returns NULL, or
+ * why sampling is off (the start record says it). Constructor only. */
+const char *roundtrim_sampler_start(uint64_t mean_bytes);
+
+/* Why sampling is off ("off" when it was not asked for), or NULL when it runs. */
+const char *roundtrim_sampler_skipped(void);
+
+uint64_t roundtrim_sampler_mean(void);
+
+/* The slow part: the countdown of c was crossed by the block p of `bytes` usable bytes. */
+void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counters *c);
+
+/* After malloc_bytes was advanced by a counted allocation (any variant, sampling on). */
+static inline void roundtrim_sample_countdown(void *p, size_t bytes,
+                                              struct roundtrim_thread_counters *c)
+{
+    if (__builtin_expect(c->malloc_bytes >= c->sample_at, 0))
+        roundtrim_sample_due(p, bytes, c);
+}
+
+/* Counts a block the next allocator handed out, off the fast path (calloc, realloc, C++ new),
+ * and runs the countdown when sampling is on. */
+static inline void roundtrim_count_block(void *p, size_t bytes)
+{
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    c->malloc_calls++;
+    c->malloc_bytes += bytes;
+    if (__builtin_expect(__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED), 0))
+        roundtrim_sample_countdown(p, bytes, c);
+}
+
+/* A block whose filter byte is set is being freed: forgets it if it was sampled. */
+void roundtrim_sample_freed(const void *p);
+
+/* Before a block is freed or moved, on the paths that do not know the mode (realloc, C++
+ * delete, the slow path). */
+static inline void roundtrim_sample_free_check(const void *p)
+{
+    if (__builtin_expect(__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED), 0) &&
+        roundtrim_sample_maybe(p))
+        roundtrim_sample_freed(p);
+}
+
+struct roundtrim_sampler_totals {
+    uint64_t samples;       /* taken since start */
+    uint64_t dropped;       /* lost: the live table was full */
+    uint64_t sites_dropped; /* lost: the site table was full */
+};
+void roundtrim_sampler_totals(struct roundtrim_sampler_totals *out);
+
+/* The last round whose sites record is written (worker). */
+void roundtrim_sampler_reported(uint32_t round);
+
+/* Fork: waits for stack walks in flight (they hold the loader's lock) and holds new ones off. */
+void roundtrim_sampler_fork_prepare(void);
+void roundtrim_sampler_fork_parent(void);
+void roundtrim_sampler_fork_child(void);
+
+#endif

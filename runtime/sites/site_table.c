@@ -1,0 +1,138 @@
+#include "runtime/sites/site_table.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime/python/frames.h"
+
+#define CODE_NAMES_MAX 4096u
+
+static struct roundtrim_site *sites;
+static struct roundtrim_code_names *code_names;
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+bool roundtrim_site_table_init(void)
+{
+    sites = map(sizeof *sites * ROUNDTRIM_SITES_MAX);
+    code_names = map(sizeof *code_names * CODE_NAMES_MAX);
+    return sites && code_names;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t frames_id(const uintptr_t *frames, int depth, const struct roundtrim_site_py *py,
+                          int py_depth)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < depth; i++)
+        h = mix(h, frames[i]);
+    for (int i = 0; i < py_depth; i++)
+        h = mix(mix(h, (uintptr_t)py[i].code), (uint64_t)(uint32_t)py[i].line);
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
+                              const struct roundtrim_site_py *py, int py_depth)
+{
+    if (!sites)
+        return -1;
+    uint64_t id = frames_id(frames, depth, py, py_depth);
+    uint32_t i = (uint32_t)(id & (ROUNDTRIM_SITES_MAX - 1));
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAX; n++, i = (i + 1) & (ROUNDTRIM_SITES_MAX - 1)) {
+        struct roundtrim_site *s = &sites[i];
+        uint64_t k = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+        if (k == id)
+            return (int32_t)i;
+        if (k != 0)
+            continue;
+        if (!__atomic_compare_exchange_n(&s->id, &k, id, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            if (k == id)
+                return (int32_t)i;
+            continue;
+        }
+        s->depth = (uint8_t)depth;
+        s->py_depth = (uint8_t)py_depth;
+        memcpy(s->frames, frames, sizeof *frames * (size_t)depth);
+        memcpy(s->py, py, sizeof *py * (size_t)py_depth);
+        __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+        return (int32_t)i;
+    }
+    return -1;
+}
+
+const struct roundtrim_site *roundtrim_site_at(uint32_t i)
+{
+    if (!sites || i >= ROUNDTRIM_SITES_MAX || !__atomic_load_n(&sites[i].ready, __ATOMIC_ACQUIRE))
+        return NULL;
+    return &sites[i];
+}
+
+void roundtrim_site_add_alloc(int32_t site, uint64_t weight)
+{
+    __atomic_add_fetch(&sites[site].alloc_bytes, weight, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&sites[site].samples, 1, __ATOMIC_RELAXED);
+}
+
+void roundtrim_site_add_free(uint32_t site, uint64_t weight)
+{
+    if (site < ROUNDTRIM_SITES_MAX)
+        __atomic_add_fetch(&sites[site].free_bytes, weight, __ATOMIC_RELAXED);
+}
+
+static uint32_t code_slot(const void *code)
+{
+    return (uint32_t)((((uintptr_t)code >> 4) * 0x9e3779b97f4a7c15ull) >> 52) &
+           (CODE_NAMES_MAX - 1);
+}
+
+void roundtrim_code_names_note(const void *code)
+{
+    if (!code_names || !code)
+        return;
+    uint32_t i = code_slot(code);
+    for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (CODE_NAMES_MAX - 1)) {
+        struct roundtrim_code_names *c = &code_names[i];
+        const void *k = __atomic_load_n(&c->code, __ATOMIC_ACQUIRE);
+        if (k == code)
+            return;
+        if (k != NULL)
+            continue;
+        if (!__atomic_compare_exchange_n(&c->code, &k, code, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            if (k == code)
+                return;
+            continue;
+        }
+        if (roundtrim_python_code_names(code, c->file, sizeof c->file, c->function,
+                                        sizeof c->function))
+            __atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+        return;
+    }
+}
+
+const struct roundtrim_code_names *roundtrim_code_names_find(const void *code)
+{
+    if (!code_names || !code)
+        return NULL;
+    uint32_t i = code_slot(code);
+    for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (CODE_NAMES_MAX - 1)) {
+        struct roundtrim_code_names *c = &code_names[i];
+        const void *k = __atomic_load_n(&c->code, __ATOMIC_ACQUIRE);
+        if (k == NULL)
+            return NULL;
+        if (k == code)
+            return __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) ? c : NULL;
+    }
+    return NULL;
+}

@@ -1,0 +1,59 @@
+/* Allocation sites: one entry per distinct stack (native return addresses and Python frames) that
+ * a sample was taken at, with the estimated bytes allocated and freed there.
+ *
+ * Entries are filled by the allocating thread on a sample's slow path and read by the worker; a
+ * fixed table in memory of its own (mmap), claimed with a compare-and-swap, never freed. Frames
+ * are kept raw (addresses, code objects): the worker turns them into names. */
+#ifndef ROUNDTRIM_RUNTIME_SITES_SITE_TABLE_H
+#define ROUNDTRIM_RUNTIME_SITES_SITE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ROUNDTRIM_SITE_NATIVE_MAX 24
+#define ROUNDTRIM_SITE_PYTHON_MAX 8
+#define ROUNDTRIM_SITES_MAX       4096u
+
+struct roundtrim_site_py {
+    const void *code; /* a code object; its names are in the code name table */
+    int32_t line;
+};
+
+struct roundtrim_site {
+    uint64_t id; /* hash of the frames; 0: free entry */
+    uint32_t ready;
+    uint8_t depth, py_depth;
+    uintptr_t frames[ROUNDTRIM_SITE_NATIVE_MAX];
+    struct roundtrim_site_py py[ROUNDTRIM_SITE_PYTHON_MAX];
+    uint64_t alloc_bytes, free_bytes, samples; /* estimates; atomic adds */
+};
+
+bool roundtrim_site_table_init(void);
+
+/* The index of the site with these frames, created if new; -1 when the table is full. */
+int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
+                              const struct roundtrim_site_py *py, int py_depth);
+
+/* The entry at index i, or NULL when it is free or not fully written yet. */
+const struct roundtrim_site *roundtrim_site_at(uint32_t i);
+
+void roundtrim_site_add_alloc(int32_t site, uint64_t weight);
+void roundtrim_site_add_free(uint32_t site, uint64_t weight);
+
+/* Names of a code object, copied while the sampling thread held the GIL (the object may be gone
+ * when the worker writes the record). */
+struct roundtrim_code_names {
+    const void *code;
+    uint32_t ready;
+    char file[192];
+    char function[96];
+};
+
+/* Remembers the names of a code object the first time it is seen (sampling thread, GIL held). */
+void roundtrim_code_names_note(const void *code);
+
+/* The names of a code object noted before, or NULL. */
+const struct roundtrim_code_names *roundtrim_code_names_find(const void *code);
+
+#endif
