@@ -11,73 +11,80 @@
 
 /* The rows are in the order of enum roundtrim_option_id (checked by the unit tests). */
 const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
-    {RT_OPT_DISABLE, "ROUNDTRIM_DISABLE", NULL, RT_TYPE_BOOL, 0, 0, "false",
+    {RT_OPT_DISABLE, "ROUNDTRIM_DISABLE", NULL, RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "true turns the library into pure forwarding: no counting, no thread, no output"},
-    {RT_OPT_ROLE, "ROUNDTRIM_ROLE", NULL, RT_TYPE_ROLE, 0, 0, "client",
-     "client (clean every round, glibc arenas capped at 2) or server (every 5 rounds, arenas at "
-     "4)"},
+    {RT_OPT_ROLE, "ROUNDTRIM_ROLE", NULL, RT_TYPE_ROLE, 0, 0, "client", NULL, NULL,
+     "client or server: picks the defaults of ROUNDTRIM_GC_ROUNDS and ROUNDTRIM_ARENA_MAX (the "
+     "client's first); a server cleans less often and keeps more arenas"},
     {RT_OPT_GC_ROUNDS, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", RT_TYPE_UINT, 0,
-     1000000, "1 (client), 5 (server)",
+     1000000, "1", "5", NULL,
      "clean up every N rounds; 0 never at round ends (counting and logging go on; pressure "
      "cleanups have their own switch); the NVFlare variable is read for the client role only"},
-    {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1",
+    {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1", NULL,
+     NULL,
      "signal that marks the end of a round: a name (USR2, HUP, RTMIN+1, RTMAX-2) or a number; "
      "none disables; an application handler for it keeps working"},
-    {RT_OPT_EAGER_WORKER, "ROUNDTRIM_EAGER_WORKER", NULL, RT_TYPE_BOOL, 0, 0, "false",
+    {RT_OPT_EAGER_WORKER, "ROUNDTRIM_EAGER_WORKER", NULL, RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "true starts the worker thread with the process instead of at the first round, so that the "
      "first round signal is handled at once even in a program idle between rounds"},
-    {RT_OPT_LOG, "ROUNDTRIM_LOG", NULL, RT_TYPE_STRING, 0, 0, "(unset: no log)",
+    {RT_OPT_LOG, "ROUNDTRIM_LOG", NULL, RT_TYPE_STRING, 0, 0, NULL, NULL, "unset: no log",
      "round log, one JSON object per line: a file path (%p becomes the pid) or stderr"},
-    {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "2 (client), 4 (server)",
+    {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "2", "4", NULL,
      "cap on glibc malloc arenas, set at start; 0 leaves glibc's own; MALLOC_ARENA_MAX or "
      "GLIBC_TUNABLES glibc.malloc.arena_max always win"},
     {RT_OPT_MMAP_THRESHOLD, "ROUNDTRIM_MMAP_THRESHOLD", NULL, RT_TYPE_UINT, 0, (uint64_t)32 << 20,
-     "0 (glibc's dynamic threshold)",
+     "0", NULL, "glibc's dynamic threshold",
      "bytes; pins glibc's mmap threshold so that large buffers go back to the OS when freed; "
      "MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES glibc.malloc.mmap_threshold win"},
     {RT_OPT_CUDA_EMPTY_CACHE, "ROUNDTRIM_CUDA_EMPTY_CACHE", "NVFLARE_CUDA_EMPTY_CACHE",
-     RT_TYPE_BOOL, 0, 0, "false",
+     RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "on cleanup rounds also trim the CUDA memory pools and release the PyTorch CUDA cache"},
-    {RT_OPT_PY_GC, "ROUNDTRIM_PY_GC", NULL, RT_TYPE_BOOL, 0, 0, "true",
+    {RT_OPT_PY_GC, "ROUNDTRIM_PY_GC", NULL, RT_TYPE_BOOL, 0, 0, "true", NULL, NULL,
      "in a Python process, run a full gc.collect() first on cleanup rounds"},
-    {RT_OPT_PY_HOOK, "ROUNDTRIM_PY_HOOK", NULL, RT_TYPE_STRING, 0, 0, "auto",
+    {RT_OPT_PY_HOOK, "ROUNDTRIM_PY_HOOK", NULL, RT_TYPE_STRING, 0, 0, "auto", NULL, NULL,
      "Python round hooks: auto hooks the round functions of the FL framework the process imports "
      "(NVFlare, Flower, APPFL); module:qualname[,...] hooks only those (every return ends a "
      "round); auto,module:qualname adds them to the framework's; none turns hooks off"},
-    {RT_OPT_INTERVAL_S, "ROUNDTRIM_INTERVAL_S", NULL, RT_TYPE_UINT, 0, 7u * DAY_S, "0 (off)",
+    {RT_OPT_PY_JOB_WAIT_MS, "ROUNDTRIM_PY_JOB_WAIT_MS", NULL, RT_TYPE_UINT, 1, 3600000, "60000",
+     NULL, NULL,
+     "milliseconds; the longest a cleanup waits for a Python job (gc, the PyTorch cache) once "
+     "it runs; past it the round's record says the job was skipped"},
+    {RT_OPT_INTERVAL_S, "ROUNDTRIM_INTERVAL_S", NULL, RT_TYPE_UINT, 0, 7u * DAY_S, "0", NULL, "off",
      "seconds; a round ends every N seconds, for programs with no boundary of their own"},
-    {RT_OPT_PRESSURE_WARN, "ROUNDTRIM_PRESSURE_WARN", NULL, RT_TYPE_UINT, 0, 100, "85",
+    {RT_OPT_PRESSURE_WARN, "ROUNDTRIM_PRESSURE_WARN", NULL, RT_TYPE_UINT, 0, 100, "85", NULL, NULL,
      "percent of the memory limit (cgroup, else MemTotal); above it a pressure record is logged "
      "once per crossing; 0 off"},
-    {RT_OPT_PRESSURE_CLEAN, "ROUNDTRIM_PRESSURE_CLEAN", NULL, RT_TYPE_UINT, 0, 100, "90",
+    {RT_OPT_PRESSURE_CLEAN, "ROUNDTRIM_PRESSURE_CLEAN", NULL, RT_TYPE_UINT, 0, 100, "90", NULL,
+     NULL,
      "percent of the memory limit; above it a cleanup runs at once, without waiting for a round; "
      "0 off"},
-    {RT_OPT_PRESSURE_GAP_S, "ROUNDTRIM_PRESSURE_GAP_S", NULL, RT_TYPE_UINT, 0, DAY_S, "10",
-     "least seconds between two cleanups caused by memory pressure"},
-    {RT_OPT_SAMPLE_MS, "ROUNDTRIM_SAMPLE_MS", NULL, RT_TYPE_UINT, 10, 3600000, "1000",
+    {RT_OPT_PRESSURE_GAP_S, "ROUNDTRIM_PRESSURE_GAP_S", NULL, RT_TYPE_UINT, 0, DAY_S, "10", NULL,
+     NULL, "least seconds between two cleanups caused by memory pressure"},
+    {RT_OPT_SAMPLE_MS, "ROUNDTRIM_SAMPLE_MS", NULL, RT_TYPE_UINT, 10, 3600000, "1000", NULL, NULL,
      "milliseconds between two memory samples of the worker thread (which starts with the first "
      "round, or at once when a pressure or interval variable is set)"},
-    {RT_OPT_PROM_FILE, "ROUNDTRIM_PROM_FILE", NULL, RT_TYPE_STRING, 0, 0, "(unset)",
+    {RT_OPT_PROM_FILE, "ROUNDTRIM_PROM_FILE", NULL, RT_TYPE_STRING, 0, 0, NULL, NULL, "unset",
      "Prometheus text file rewritten atomically each round (%p becomes the pid), for "
      "node_exporter's textfile collector"},
-    {RT_OPT_CGROUP_DIR, "ROUNDTRIM_CGROUP_DIR", NULL, RT_TYPE_STRING, 0, 0,
-     "(from /proc/self/cgroup)",
+    {RT_OPT_CGROUP_DIR, "ROUNDTRIM_CGROUP_DIR", NULL, RT_TYPE_STRING, 0, 0, NULL, NULL,
+     "from /proc/self/cgroup",
      "directory holding the cgroup's memory files (memory.max and memory.current, or v1's "
      "memory.limit_in_bytes and memory.usage_in_bytes)"},
-    {RT_OPT_PEAK_RESET, "ROUNDTRIM_PEAK_RESET", NULL, RT_TYPE_BOOL, 0, 0, "false",
+    {RT_OPT_PEAK_RESET, "ROUNDTRIM_PEAK_RESET", NULL, RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "true makes rss_peak exact per round by resetting the kernel's high-water mark at each "
      "boundary (/proc/self/clear_refs); this changes the process's own peak as getrusage "
      "ru_maxrss, VmHWM, time -v and job schedulers report it"},
-    {RT_OPT_EXIT_BUDGET_MS, "ROUNDTRIM_EXIT_BUDGET_MS", NULL, RT_TYPE_UINT, 0, 60000, "1000",
+    {RT_OPT_EXIT_BUDGET_MS, "ROUNDTRIM_EXIT_BUDGET_MS", NULL, RT_TYPE_UINT, 0, 60000, "1000", NULL,
+     NULL,
      "milliseconds; the most a process's exit (exit, _exit) spends recording rounds still "
      "pending; rounds left over are counted in the exit record (rounds_unrecorded)"},
-    {RT_OPT_SITES, "ROUNDTRIM_SITES", NULL, RT_TYPE_BOOL, 0, 0, "false",
+    {RT_OPT_SITES, "ROUNDTRIM_SITES", NULL, RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "true samples allocations by bytes and writes, after each round record, a sites record: "
      "the call sites (native and Python frames) whose live memory grew since the last record, "
      "that allocated in the round and still hold it, and that hold the most; roundtrim report "
      "--sites finds the ones that keep growing"},
     {RT_OPT_SITES_SAMPLE, "ROUNDTRIM_SITES_SAMPLE", NULL, RT_TYPE_UINT, 4096, (uint64_t)1 << 40,
-     "524288",
+     "524288", NULL, NULL,
      "bytes; the mean distance between two sampled allocations (exponentially distributed, "
      "per thread); smaller finds smaller sites sooner and costs more"},
 };
@@ -139,66 +146,53 @@ static const char *lookup_option(const struct roundtrim_option *o, bool alias_al
     return NULL;
 }
 
+static void used_text(const struct roundtrim_option *o, enum roundtrim_role role, char *buf,
+                      size_t len);
+
+/* Parses text as option o's type into *out (a uint64, bool, int, role or string by type);
+ * false, leaving *out, when it is not valid. */
+static bool parse_value(const struct roundtrim_option *o, const char *text, void *out)
+{
+    switch (o->type) {
+    case RT_TYPE_BOOL:
+        return roundtrim_parse_bool(text, (bool *)out);
+    case RT_TYPE_UINT:
+        return roundtrim_parse_uint(text, o->min, o->max, (uint64_t *)out);
+    case RT_TYPE_SIGNAL:
+        return roundtrim_parse_signal(text, (int *)out);
+    case RT_TYPE_ROLE:
+        if (strcmp(text, "client") != 0 && strcmp(text, "server") != 0)
+            return false;
+        *(enum roundtrim_role *)out = strcmp(text, "server") == 0 ? RT_ROLE_SERVER : RT_ROLE_CLIENT;
+        return true;
+    case RT_TYPE_STRING:
+        *(const char **)out = text;
+        return true;
+    }
+    return false;
+}
+
 /* Parses one option into *out (a uint64, bool or int by type). Returns true when the variable was
  * set and valid; on a bad value warns once, naming the variable and the value kept. */
 static bool parse_option(struct roundtrim_config *cfg, enum roundtrim_option_id id,
-                         bool alias_allowed, roundtrim_env_lookup lookup, void *ctx, void *out,
-                         const char *used_text)
+                         bool alias_allowed, roundtrim_env_lookup lookup, void *ctx, void *out)
 {
     const struct roundtrim_option *o = &roundtrim_options[id];
     const char *from = NULL;
     const char *text = lookup_option(o, alias_allowed, lookup, ctx, &from);
     if (!text)
         return false;
-    bool ok = false;
-    switch (o->type) {
-    case RT_TYPE_BOOL:
-        ok = roundtrim_parse_bool(text, (bool *)out);
-        break;
-    case RT_TYPE_UINT:
-        ok = roundtrim_parse_uint(text, o->min, o->max, (uint64_t *)out);
-        break;
-    case RT_TYPE_SIGNAL:
-        ok = roundtrim_parse_signal(text, (int *)out);
-        break;
-    case RT_TYPE_ROLE:
-        if (strcmp(text, "client") == 0 || strcmp(text, "server") == 0) {
-            *(enum roundtrim_role *)out =
-                strcmp(text, "server") == 0 ? RT_ROLE_SERVER : RT_ROLE_CLIENT;
-            ok = true;
-        }
-        break;
-    case RT_TYPE_STRING:
-        *(const char **)out = text;
-        ok = true;
-        break;
-    }
-    if (!ok) {
-        char expect[96], fmt[256];
+    if (!parse_value(o, text, out)) {
+        char expect[96], fmt[256], used[128];
         snprintf(fmt, sizeof fmt, "%%s=%%s is not valid (expected %s); using %%s",
                  type_expectation(o, expect, sizeof expect));
-        add_warning(cfg, fmt, from, text, used_text);
+        used_text(o, cfg->role, used, sizeof used);
+        add_warning(cfg, fmt, from, text, used);
         return false;
     }
     cfg->setting[id].source = RT_FROM_VARIABLE;
     cfg->setting[id].value_from = from;
     return true;
-}
-
-static void set_defaults(struct roundtrim_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->role = RT_ROLE_CLIENT;
-    cfg->round_signal = SIGUSR1;
-    cfg->py_gc = true;
-    cfg->pressure_warn = 85;
-    cfg->pressure_clean = 90;
-    cfg->pressure_gap_s = 10;
-    cfg->sample_ms = 1000;
-    cfg->exit_budget_ms = 1000;
-    cfg->sites_sample = 524288;
-    for (int i = 0; i < RT_OPT_COUNT; i++)
-        cfg->setting[i].source = RT_FROM_DEFAULT;
 }
 
 /* An explicit glibc setting of the same knob wins over ours; note which one. */
@@ -219,51 +213,143 @@ static bool glibc_overrides(struct roundtrim_config *cfg, enum roundtrim_option_
     return true;
 }
 
+/* Where option id's value lives in cfg; its type is the row's. */
+static void *field_of(struct roundtrim_config *cfg, enum roundtrim_option_id id)
+{
+    switch (id) {
+    case RT_OPT_DISABLE:
+        return &cfg->disabled;
+    case RT_OPT_ROLE:
+        return &cfg->role;
+    case RT_OPT_GC_ROUNDS:
+        return &cfg->gc_rounds;
+    case RT_OPT_ROUND_SIGNAL:
+        return &cfg->round_signal;
+    case RT_OPT_EAGER_WORKER:
+        return &cfg->eager_worker;
+    case RT_OPT_LOG:
+        return &cfg->log_path;
+    case RT_OPT_ARENA_MAX:
+        return &cfg->arena_max;
+    case RT_OPT_MMAP_THRESHOLD:
+        return &cfg->mmap_threshold;
+    case RT_OPT_CUDA_EMPTY_CACHE:
+        return &cfg->cuda_empty_cache;
+    case RT_OPT_PY_GC:
+        return &cfg->py_gc;
+    case RT_OPT_PY_HOOK:
+        return &cfg->py_hook;
+    case RT_OPT_PY_JOB_WAIT_MS:
+        return &cfg->py_job_wait_ms;
+    case RT_OPT_INTERVAL_S:
+        return &cfg->interval_s;
+    case RT_OPT_PRESSURE_WARN:
+        return &cfg->pressure_warn;
+    case RT_OPT_PRESSURE_CLEAN:
+        return &cfg->pressure_clean;
+    case RT_OPT_PRESSURE_GAP_S:
+        return &cfg->pressure_gap_s;
+    case RT_OPT_SAMPLE_MS:
+        return &cfg->sample_ms;
+    case RT_OPT_PROM_FILE:
+        return &cfg->prom_file;
+    case RT_OPT_CGROUP_DIR:
+        return &cfg->cgroup_dir;
+    case RT_OPT_PEAK_RESET:
+        return &cfg->peak_reset;
+    case RT_OPT_EXIT_BUDGET_MS:
+        return &cfg->exit_budget_ms;
+    case RT_OPT_SITES:
+        return &cfg->sites;
+    case RT_OPT_SITES_SAMPLE:
+        return &cfg->sites_sample;
+    case RT_OPT_COUNT:
+        break;
+    }
+    return NULL;
+}
+
+/* The row's default for the role, as text; NULL when the option is unset by default. */
+static const char *default_for(const struct roundtrim_option *o, enum roundtrim_role role)
+{
+    return role == RT_ROLE_SERVER && o->server_default ? o->server_default : o->default_value;
+}
+
+void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, size_t len)
+{
+    if (o->server_default)
+        snprintf(buf, len, "%s (client), %s (server)", o->default_value, o->server_default);
+    else if (o->default_value && o->default_note)
+        snprintf(buf, len, "%s (%s)", o->default_value, o->default_note);
+    else if (o->default_value)
+        snprintf(buf, len, "%s", o->default_value);
+    else
+        snprintf(buf, len, "(%s)", o->default_note ? o->default_note : "unset");
+}
+
+/* What a warning says is used instead of a bad value: the role's default names the role. */
+static void used_text(const struct roundtrim_option *o, enum roundtrim_role role, char *buf,
+                      size_t len)
+{
+    if (o->server_default)
+        snprintf(buf, len, "%s (%s role default)", default_for(o, role), roundtrim_role_name(role));
+    else
+        roundtrim_option_default_text(o, buf, len);
+}
+
+/* Sets option id to its row's default for the role: the same parser as the variables, so the
+ * table's text is the only place a default is written. */
+static void set_default(struct roundtrim_config *cfg, enum roundtrim_option_id id)
+{
+    const struct roundtrim_option *o = &roundtrim_options[id];
+    cfg->setting[id].source = o->server_default ? RT_FROM_ROLE : RT_FROM_DEFAULT;
+    cfg->setting[id].value_from = NULL;
+    const char *text = default_for(o, cfg->role);
+    if (text)
+        parse_value(o, text, field_of(cfg, id));
+}
+
+/* Reads option id: its default first, then its variable (or alias, if allowed). */
+static void load_option(struct roundtrim_config *cfg, enum roundtrim_option_id id,
+                        bool alias_allowed, roundtrim_env_lookup lookup, void *ctx)
+{
+    set_default(cfg, id);
+    parse_option(cfg, id, alias_allowed, lookup, ctx, field_of(cfg, id));
+}
+
 void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lookup, void *ctx)
 {
-    set_defaults(cfg);
-    parse_option(cfg, RT_OPT_DISABLE, false, lookup, ctx, &cfg->disabled, "false");
-    parse_option(cfg, RT_OPT_ROLE, false, lookup, ctx, &cfg->role, "client");
-
+    memset(cfg, 0, sizeof *cfg);
+    /* The role first: other defaults depend on it. */
+    load_option(cfg, RT_OPT_DISABLE, false, lookup, ctx);
+    load_option(cfg, RT_OPT_ROLE, false, lookup, ctx);
     bool server = cfg->role == RT_ROLE_SERVER;
-    cfg->gc_rounds = server ? 5 : 1;
-    cfg->arena_max = server ? 4 : 2;
-    cfg->setting[RT_OPT_GC_ROUNDS].source = RT_FROM_ROLE;
-    cfg->setting[RT_OPT_ARENA_MAX].source = RT_FROM_ROLE;
-    const char *role_default = server ? "5 (server role default)" : "1 (client role default)";
-    /* NVFLARE_CLIENT_MEMORY_GC_ROUNDS describes client processes only. */
-    parse_option(cfg, RT_OPT_GC_ROUNDS, !server, lookup, ctx, &cfg->gc_rounds, role_default);
-
-    parse_option(cfg, RT_OPT_ROUND_SIGNAL, false, lookup, ctx, &cfg->round_signal, "SIGUSR1");
-    parse_option(cfg, RT_OPT_EAGER_WORKER, false, lookup, ctx, &cfg->eager_worker, "false");
-    parse_option(cfg, RT_OPT_LOG, false, lookup, ctx, &cfg->log_path, "no log");
-
-    if (!glibc_overrides(cfg, RT_OPT_ARENA_MAX, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max",
-                         lookup, ctx))
-        parse_option(cfg, RT_OPT_ARENA_MAX, false, lookup, ctx, &cfg->arena_max,
-                     server ? "4 (server role default)" : "2 (client role default)");
-    else
-        cfg->arena_max = 0;
-    if (!glibc_overrides(cfg, RT_OPT_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_",
-                         "glibc.malloc.mmap_threshold", lookup, ctx))
-        parse_option(cfg, RT_OPT_MMAP_THRESHOLD, false, lookup, ctx, &cfg->mmap_threshold,
-                     "0 (glibc's dynamic threshold)");
-
-    parse_option(cfg, RT_OPT_CUDA_EMPTY_CACHE, true, lookup, ctx, &cfg->cuda_empty_cache, "false");
-    parse_option(cfg, RT_OPT_PY_GC, false, lookup, ctx, &cfg->py_gc, "true");
-    parse_option(cfg, RT_OPT_PY_HOOK, false, lookup, ctx, &cfg->py_hook, "no hook");
-    parse_option(cfg, RT_OPT_INTERVAL_S, false, lookup, ctx, &cfg->interval_s, "0 (off)");
-    parse_option(cfg, RT_OPT_PRESSURE_WARN, false, lookup, ctx, &cfg->pressure_warn, "85");
-    parse_option(cfg, RT_OPT_PRESSURE_CLEAN, false, lookup, ctx, &cfg->pressure_clean, "90");
-    parse_option(cfg, RT_OPT_PRESSURE_GAP_S, false, lookup, ctx, &cfg->pressure_gap_s, "10");
-    parse_option(cfg, RT_OPT_SAMPLE_MS, false, lookup, ctx, &cfg->sample_ms, "1000");
-    parse_option(cfg, RT_OPT_PROM_FILE, false, lookup, ctx, &cfg->prom_file, "no metrics file");
-    parse_option(cfg, RT_OPT_CGROUP_DIR, false, lookup, ctx, &cfg->cgroup_dir,
-                 "the process's own cgroup");
-    parse_option(cfg, RT_OPT_PEAK_RESET, false, lookup, ctx, &cfg->peak_reset, "false");
-    parse_option(cfg, RT_OPT_EXIT_BUDGET_MS, false, lookup, ctx, &cfg->exit_budget_ms, "1000");
-    parse_option(cfg, RT_OPT_SITES, false, lookup, ctx, &cfg->sites, "false");
-    parse_option(cfg, RT_OPT_SITES_SAMPLE, false, lookup, ctx, &cfg->sites_sample, "524288");
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        enum roundtrim_option_id id = (enum roundtrim_option_id)i;
+        switch (id) {
+        case RT_OPT_DISABLE:
+        case RT_OPT_ROLE:
+            break;
+        case RT_OPT_GC_ROUNDS: /* NVFLARE_CLIENT_MEMORY_GC_ROUNDS describes client processes only */
+            load_option(cfg, id, !server, lookup, ctx);
+            break;
+        case RT_OPT_ARENA_MAX:
+            set_default(cfg, id);
+            if (glibc_overrides(cfg, id, "MALLOC_ARENA_MAX", "glibc.malloc.arena_max", lookup, ctx))
+                cfg->arena_max = 0;
+            else
+                load_option(cfg, id, false, lookup, ctx);
+            break;
+        case RT_OPT_MMAP_THRESHOLD:
+            if (!glibc_overrides(cfg, id, "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold",
+                                 lookup, ctx))
+                load_option(cfg, id, false, lookup, ctx);
+            break;
+        default:
+            load_option(cfg, id, roundtrim_options[id].alias != NULL, lookup, ctx);
+            break;
+        }
+    }
 }
 
 bool roundtrim_config_is_explicit(const struct roundtrim_config *cfg, enum roundtrim_option_id id)
@@ -353,6 +439,9 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         return;
     case RT_OPT_PY_HOOK:
         text_or_unset(buf, len, cfg->py_hook ? cfg->py_hook : "auto");
+        return;
+    case RT_OPT_PY_JOB_WAIT_MS:
+        snprintf(buf, len, "%" PRIu64, cfg->py_job_wait_ms);
         return;
     case RT_OPT_INTERVAL_S:
         snprintf(buf, len, "%" PRIu64, cfg->interval_s);

@@ -19,6 +19,7 @@ enum roundtrim_option_id {
     RT_OPT_CUDA_EMPTY_CACHE,
     RT_OPT_PY_GC,
     RT_OPT_PY_HOOK,
+    RT_OPT_PY_JOB_WAIT_MS,
     RT_OPT_INTERVAL_S,
     RT_OPT_PRESSURE_WARN,
     RT_OPT_PRESSURE_CLEAN,
@@ -57,7 +58,11 @@ struct roundtrim_option {
     const char *alias; /* a variable our users already set (NVFLARE_...), or NULL */
     enum roundtrim_option_type type;
     uint64_t min, max; /* for RT_TYPE_UINT */
-    const char *default_text;
+    /* The default, written once, as a variable would give it (the same parser reads both); NULL
+     * when the option is unset by default. server_default: the server role's when it differs. */
+    const char *default_value;
+    const char *server_default;
+    const char *default_note; /* what the default means ("off"), shown after it; or NULL */
     const char *meaning;
 };
 
@@ -83,7 +88,8 @@ struct roundtrim_config {
     uint64_t mmap_threshold; /* bytes; 0: leave glibc's dynamic threshold */
     bool cuda_empty_cache;
     bool py_gc;
-    const char *py_hook;     /* NULL or "module:qualname[,...]" */
+    const char *py_hook;     /* "auto", "none" or "module:qualname[,...]" */
+    uint64_t py_job_wait_ms; /* the longest a cleanup waits for a Python job */
     uint64_t interval_s;     /* 0: no timer rounds */
     uint64_t pressure_warn;  /* percent; 0: off */
     uint64_t pressure_clean; /* percent; 0: off */
@@ -99,6 +105,9 @@ struct roundtrim_config {
     unsigned warning_count;
     char warnings[ROUNDTRIM_MAX_WARNINGS][ROUNDTRIM_WARNING_LEN];
 };
+
+/* The default as people read it: "85", "1 (client), 5 (server)", "0 (off)", "(unset)". */
+void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, size_t len);
 
 /* Reads a variable; returns NULL when unset. ctx is passed through. */
 typedef const char *(*roundtrim_env_lookup)(void *ctx, const char *name);

@@ -112,7 +112,9 @@ static void print_markdown(FILE *out)
         const struct roundtrim_option *o = &roundtrim_options[i];
         fprintf(out, "| `%s` | %s%s%s | ", o->name, o->alias ? "`" : "", o->alias ? o->alias : "",
                 o->alias ? "`" : "");
-        put_flat(out, o->default_text, true);
+        char dflt[128];
+        roundtrim_option_default_text(o, dflt, sizeof dflt);
+        put_flat(out, dflt, true);
         fputs(" | ", out);
         put_flat(out, o->meaning, true);
         fputs(" |\n", out);
@@ -126,8 +128,10 @@ static void print_tsv(FILE *out, const struct roundtrim_config *cfg)
         const struct roundtrim_option *o = &roundtrim_options[i];
         char value[256];
         roundtrim_config_value_text(cfg, o->id, value, sizeof value);
+        char dflt[128];
+        roundtrim_option_default_text(o, dflt, sizeof dflt);
         fprintf(out, "%s\t%s\t", o->name, o->alias ? o->alias : "");
-        put_flat(out, o->default_text, false);
+        put_flat(out, dflt, false);
         fputc('\t', out);
         put_flat(out, value, false);
         fprintf(out, "\t%s\t", roundtrim_config_source_text(cfg, o->id));
@@ -162,8 +166,10 @@ static void put_framework_hooks(FILE *out, const char *indent)
  * all three formats (a Dockerfile allows no comment after an instruction). */
 static void put_meaning_comment(FILE *out, const char *indent, const struct roundtrim_option *o)
 {
+    char dflt[128];
+    roundtrim_option_default_text(o, dflt, sizeof dflt);
     fprintf(out, "%s# %s (default: ", indent, o->name);
-    put_flat(out, o->default_text, false);
+    put_flat(out, dflt, false);
     if (o->alias)
         fprintf(out, "; also read from %s", o->alias);
     fputs("): ", out);

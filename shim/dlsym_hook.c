@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
-#include <stdatomic.h>
 #include <stddef.h>
 
 #include <string.h>

@@ -9,13 +9,14 @@
  * 5. The round signal's handler, then the sources that may end a round at once (the Python
  *    hooks, an early worker). */
 #include "runtime/alloc/next_alloc.h"
+#include "runtime/core/real_dlsym.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/vm_child.h"
 #include "runtime/lifecycle.h"
 #include "shim/signal_hooks.h"
 #include "shim/start.h"
 
-__attribute__((constructor)) static void roundtrim_start(void)
+static void start(void)
 {
     roundtrim_vm_child_start();
     roundtrim_next_alloc_resolve();
@@ -29,4 +30,12 @@ __attribute__((constructor)) static void roundtrim_start(void)
     if (sig)
         roundtrim_signal_source_install(sig);
     roundtrim_lifecycle_start_sources();
+}
+
+__attribute__((constructor)) static void roundtrim_start(void)
+{
+    start();
+    /* What the start looked up and did not find (another allocator's extensions, libpython in a
+     * process without it) leaves nothing for the program's dlerror. */
+    roundtrim_dlerror_forget();
 }

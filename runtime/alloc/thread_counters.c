@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "runtime/alloc/next_alloc.h"
+#include "runtime/core/pages.h"
 
 /* A thread's TLS points at the counts, the first member; the links are the registry's own. */
 struct block {
@@ -47,9 +48,8 @@ static bool exit_key_ok;
 static struct block *take_block(void)
 {
     if (!free_blocks) {
-        struct block *page =
-            mmap(NULL, SLAB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (page == MAP_FAILED)
+        struct block *page = roundtrim_pages_map(SLAB_BYTES);
+        if (!page)
             return NULL;
         struct block *head = __atomic_load_n(&all_blocks, __ATOMIC_RELAXED);
         for (size_t i = 0; i < SLAB_BYTES / sizeof *page; i++) {

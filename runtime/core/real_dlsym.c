@@ -35,8 +35,23 @@ roundtrim_dlsym_fn roundtrim_real_dlsym(void)
     return fn;
 }
 
+void roundtrim_dlerror_forget(void)
+{
+    roundtrim_dlsym_fn fn = roundtrim_real_dlsym();
+    /* dlsym frees the thread's previous result before it starts; this one always succeeds
+     * (the library's own export), so it leaves none. Not a tail call: glibc scopes the lookup by
+     * its return address, which must be in this library. */
+    if (fn)
+        fn(RTLD_DEFAULT, "malloc");
+    __asm__ volatile("" ::: "memory");
+}
+
 void *roundtrim_next_symbol(const char *name)
 {
     roundtrim_dlsym_fn fn = roundtrim_real_dlsym();
-    return fn ? fn(RTLD_NEXT, name) : NULL;
+    void *p = fn ? fn(RTLD_NEXT, name) : NULL; /* "after this library": never a tail call */
+    if (fn && !p)
+        roundtrim_dlerror_forget();
+    __asm__ volatile("" ::: "memory");
+    return p;
 }

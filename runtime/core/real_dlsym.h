@@ -9,6 +9,11 @@ typedef void *(*roundtrim_dlsym_fn)(void *, const char *);
 /* The real dlsym (resolved lazily with dlvsym); NULL while it cannot be resolved. */
 roundtrim_dlsym_fn roundtrim_real_dlsym(void);
 
+/* A failed lookup leaves its message for the thread's next dlerror(), and a later dlsym of the
+ * program's frees it there: roundtrim's own failures must never reach the program (its dlerror,
+ * its counted frees). This discards the thread's pending result without formatting it. */
+void roundtrim_dlerror_forget(void);
+
 /* The next definition of name after roundtrim's (dlsym(RTLD_NEXT, name) asked from this library,
  * through the real dlsym); NULL when there is none or the real dlsym cannot be resolved yet. */
 void *roundtrim_next_symbol(const char *name);

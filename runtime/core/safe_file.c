@@ -1,4 +1,5 @@
 #include "runtime/core/safe_file.h"
+#include "runtime/core/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,8 +134,9 @@ static uint64_t random_bits(void)
     static uint64_t counter;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    r = (uint64_t)t.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32 ^
-        __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^ (uint64_t)(uintptr_t)&r;
+    r = roundtrim_hash_mix((uint64_t)t.tv_nsec ^ (uint64_t)getpid() << 32,
+                           __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED) ^
+                               (uint64_t)(uintptr_t)&r);
     return r;
 }
 

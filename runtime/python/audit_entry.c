@@ -1,10 +1,10 @@
 #include "runtime/python/audit_entry.h"
+#include "runtime/core/pages.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* CPython's list node for a C audit hook (Include/internal/pycore_runtime.h, 3.8 to 3.13). */
 struct audit_entry {
@@ -55,17 +55,17 @@ int roundtrim_py_audit_add_early(int (*add)(py_audit_hook, void *), py_audit_hoo
     void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
     size_t size =
         runtime && ((uintptr_t)runtime % sizeof(uintptr_t)) == 0 ? runtime_size(runtime) : 0;
-    void *before = MAP_FAILED;
+    void *before = NULL;
     if (size >= sizeof(uintptr_t) && size <= (64u << 20)) {
-        before = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (before != MAP_FAILED)
+        before = roundtrim_pages_map(size);
+        if (before)
             memcpy(before, runtime, size);
     }
     int rc = add(hook, &own_marker);
-    if (before != MAP_FAILED) {
+    if (before) {
         if (rc == 0)
             find_head(runtime, before, size / sizeof(uintptr_t), hook);
-        munmap(before, size);
+        roundtrim_pages_unmap(before, size);
     }
     return rc;
 }

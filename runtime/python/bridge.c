@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "runtime/core/clock.h"
+#include "runtime/core/settings.h"
 #include "runtime/cuda/track.h"
 #include "runtime/python/api.h"
 #include "runtime/python/gil.h"
@@ -14,26 +15,10 @@
 
 #define P roundtrim_py
 
-/* How long the worker waits for the GIL (the main thread may sit in C code that keeps it), and
- * then for the job. Past either bound the step is skipped for this round. */
-#define GIL_WAIT_MS 2000
-#define JOB_WAIT_MS 60000
-
-/* ROUNDTRIM_PY_JOB_WAIT_MS: a test and tuning knob, not a documented setting. It replaces
- * JOB_WAIT_MS (1 ms to 1 hour), so that the tests can outlast the wait with a slow finalizer.
- * Read once, in the constructor. */
-static unsigned job_wait_ms = JOB_WAIT_MS;
-
-static void job_wait_init(void)
+/* How long the worker waits for the job once it has the GIL: ROUNDTRIM_PY_JOB_WAIT_MS. */
+static unsigned job_wait_ms(void)
 {
-    const char *v = getenv("ROUNDTRIM_PY_JOB_WAIT_MS");
-    char *end;
-    if (!v || !*v)
-        return;
-    errno = 0;
-    unsigned long ms = strtoul(v, &end, 10);
-    if (!errno && !*end && ms >= 1 && ms <= 3600000)
-        job_wait_ms = (unsigned)ms;
+    return (unsigned)roundtrim_config()->py_job_wait_ms;
 }
 
 /* gc.collect() when gc was disabled: before 3.10 there is no C switch, only the gc module,
@@ -161,40 +146,43 @@ void roundtrim_python_exec(bool begun)
         roundtrim_py_gil_exec(begun);
 }
 
-bool roundtrim_python_gc(uint64_t *collected, uint64_t *us)
+static const char *absent(void)
 {
-    struct roundtrim_py_result res;
-    if (!roundtrim_python_present()) {
-        roundtrim_python_set_skip_reason(roundtrim_python_loaded() ? "no_interpreter"
-                                                                   : "no_python");
-        return false;
-    }
-    if (!roundtrim_py_with_gil(gc_job_run, &res, GIL_WAIT_MS, job_wait_ms))
-        return false;
-    *collected = res.count;
-    *us = res.us;
-    return true;
+    return roundtrim_python_loaded() ? "no_interpreter" : "no_python";
 }
 
-bool roundtrim_python_torch_empty_cache(uint64_t *us)
+const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
-        return false;
-    /* Not even queued during a capture: no wait for the GIL for nothing. */
-    if (roundtrim_cuda_capture_active()) {
-        roundtrim_python_set_skip_reason("cuda_capture");
-        return false;
-    }
-    if (!roundtrim_py_with_gil(torch_job_run, &res, GIL_WAIT_MS, job_wait_ms))
-        return false;
+        return absent();
+    const char *why =
+        roundtrim_py_with_gil(gc_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
+    if (why)
+        return why;
+    *collected = res.count;
     *us = res.us;
-    return true;
+    return NULL;
+}
+
+const char *roundtrim_python_torch_empty_cache(uint64_t *us)
+{
+    struct roundtrim_py_result res;
+    if (!roundtrim_python_present())
+        return absent();
+    /* Not even queued during a capture: no wait for the GIL for nothing. */
+    if (roundtrim_cuda_capture_active())
+        return "cuda_capture";
+    const char *why =
+        roundtrim_py_with_gil(torch_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
+    if (why)
+        return why;
+    *us = res.us;
+    return NULL;
 }
 
 bool roundtrim_python_init(const char *hook_spec)
 {
-    job_wait_init();
     /* Not Python (yet): nothing to hook; gc looks again at each cleanup, for programs that load
      * libpython later. Warnings about the spec are only for Python processes: shells and
      * launchers inherit the variable too. */

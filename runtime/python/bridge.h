@@ -26,10 +26,13 @@ void roundtrim_python_exec(bool begun);
 /* True when the process runs an initialized CPython interpreter. */
 bool roundtrim_python_present(void);
 
-/* Full gc.collect(); false when it did not run (roundtrim_python_skip_reason says why). */
-bool roundtrim_python_gc(uint64_t *collected, uint64_t *us);
+/* Full gc.collect(). Returns NULL when it ran, else why not ("no_python", "no_interpreter", or
+ * one of roundtrim_py_with_gil's reasons). */
+const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us);
 
-/* torch.cuda.empty_cache(), only when the program imported torch and initialized CUDA itself. */
-bool roundtrim_python_torch_empty_cache(uint64_t *us);
+/* torch.cuda.empty_cache(), only when the program imported torch and initialized CUDA itself.
+ * Returns NULL when it ran, else why not (as roundtrim_python_gc, or "no_torch",
+ * "cuda_not_initialized", "cuda_capture"). */
+const char *roundtrim_python_torch_empty_cache(uint64_t *us);
 
 #endif

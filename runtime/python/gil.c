@@ -27,7 +27,6 @@ static enum req_state state = IDLE;
 static roundtrim_py_job cur_job;
 static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
 static const char *cur_why;
-static const char *skip_reason;
 static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
 /* An exec is replacing the process: a job still waiting for the GIL gives up (the thread calling
  * exec may hold it); cleared again when the exec fails. */
@@ -35,16 +34,6 @@ static bool exec_begun;
 static bool shutdown_hook_added;
 static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
 static pid_t helper_tid;
-
-const char *roundtrim_python_skip_reason(void)
-{
-    return skip_reason;
-}
-
-void roundtrim_python_set_skip_reason(const char *why)
-{
-    skip_reason = why;
-}
 
 static void init_conds(void)
 {
@@ -225,38 +214,32 @@ static bool wait_leave_started(unsigned ms)
     return true;
 }
 
-bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
-                           unsigned gil_wait_ms, unsigned run_wait_ms)
+const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                                  unsigned gil_wait_ms, unsigned run_wait_ms)
 {
     if (!roundtrim_py.found || !roundtrim_py.IsInitialized()) {
-        skip_reason = "no_python";
-        return false;
+        return "no_python";
     }
     if (!roundtrim_py_running()) {
-        skip_reason = "finalizing";
-        return false;
+        return "finalizing";
     }
     /* A caller holding the GIL (a destructor run from Python's own thread) would wait for
      * itself. */
     if (roundtrim_py_caller_holds_gil()) {
-        skip_reason = "caller_holds_gil";
-        return false;
+        return "caller_holds_gil";
     }
     pthread_mutex_lock(&lock);
     if (exiting || exec_begun) {
         pthread_mutex_unlock(&lock);
-        skip_reason = exiting ? "exiting" : "exec";
-        return false;
+        return exiting ? "exiting" : "exec";
     }
     if (state != IDLE) {
         pthread_mutex_unlock(&lock);
-        skip_reason = "busy";
-        return false;
+        return "busy";
     }
     if (!start_helper()) {
         pthread_mutex_unlock(&lock);
-        skip_reason = "thread_failed";
-        return false;
+        return "thread_failed";
     }
     cur_job = job;
     cur_why = NULL;
@@ -278,10 +261,8 @@ bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out
             *out = result;
         state = IDLE;
     }
-    bool ok = !why;
     pthread_mutex_unlock(&lock);
-    skip_reason = why;
-    return ok;
+    return why;
 }
 
 void roundtrim_py_gil_exiting(void)

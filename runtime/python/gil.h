@@ -20,20 +20,19 @@ struct roundtrim_py_result {
  * when it did its job, or a stable name saying why not. */
 typedef const char *(*roundtrim_py_job)(struct roundtrim_py_result *out);
 
-/* Why the last job did not run (stable names, NULL when it ran): "no_python", "finalizing",
- * "caller_holds_gil", "busy", "gil_timeout", "job_timeout", "thread_failed", or the job's own. */
-const char *roundtrim_python_skip_reason(void);
-
-/* Sets the skip reason for a step that decided not to queue its job at all. */
-void roundtrim_python_set_skip_reason(const char *why);
+/* How long a cleanup waits for the GIL (the main thread may sit in C code that keeps it); past
+ * it the step is skipped for this round ("gil_timeout"). */
+#define ROUNDTRIM_PY_GIL_WAIT_MS 2000
 
 /* Runs job on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and then
- * at most run_wait_ms for the job. True, with the job's results copied to *out, when it ran in
- * time and succeeded; false (see roundtrim_python_skip_reason) otherwise. A job abandoned before
+ * at most run_wait_ms for the job. Returns NULL, with the job's results copied to *out, when it
+ * ran in time and succeeded; else why not (stable names): "no_python", "finalizing",
+ * "caller_holds_gil", "exiting", "exec", "busy", "thread_failed", "gil_timeout", "job_timeout",
+ * or the job's own. A job abandoned before
  * it got the GIL never runs; one still running past run_wait_ms finishes on its own, its results
  * are dropped, and every call is refused ("busy") until it has ended. */
-bool roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
-                           unsigned gil_wait_ms, unsigned run_wait_ms);
+const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                                  unsigned gil_wait_ms, unsigned run_wait_ms);
 
 /* The process is ending: a caller waiting for the GIL or for its job gives up at once
  * ("exiting"), and no job starts any more. */

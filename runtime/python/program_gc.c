@@ -56,14 +56,15 @@ bool roundtrim_python_program_collected(const char **unreachable)
 {
     struct roundtrim_py_result res;
     *unreachable = NULL;
-    if (roundtrim_py_with_gil(read_job, &res, 2000, 2000)) {
+    const char *why =
+        roundtrim_py_with_gil(read_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS, ROUNDTRIM_PY_GIL_WAIT_MS);
+    if (!why) {
         latest = (long)res.count;
         return latest > seen;
     }
     latest = -1;
-    const char *why = roundtrim_python_skip_reason();
-    if (!why || strcmp(why, "no_gc_module") != 0)
-        *unreachable = why ? why : "failed";
+    if (strcmp(why, "no_gc_module") != 0)
+        *unreachable = why;
     return false;
 }
 

@@ -60,15 +60,13 @@ static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_tr
     d->free_bytes = take_above(&last.traffic.free_bytes, now->free_bytes);
 }
 
-/* Why torch.cuda.empty_cache did not run, when that is news: not in processes without torch,
- * or whose torch never initialised CUDA (the common case, said every round otherwise). */
-static const char *torch_skip_worth_saying(void)
+/* Why torch.cuda.empty_cache did not run, when that is news: not in processes without Python
+ * or torch, or whose torch never initialised CUDA (the common case, said every round otherwise). */
+static const char *torch_skip_worth_saying(const char *why)
 {
-    static const char *const routine[] = {"no_python", "no_torch", "cuda_not_initialized"};
-    const char *why = roundtrim_python_skip_reason();
-    if (!roundtrim_python_present() || !why)
-        return NULL;
-    for (size_t i = 0; i < sizeof routine / sizeof routine[0]; i++)
+    static const char *const routine[] = {"no_python", "no_interpreter", "no_torch",
+                                          "cuda_not_initialized"};
+    for (size_t i = 0; why && i < sizeof routine / sizeof routine[0]; i++)
         if (strcmp(why, routine[i]) == 0)
             return NULL;
     return why;
@@ -99,12 +97,9 @@ static void cleanup(struct roundtrim_round_record *r)
             r->gc_skipped = "program_gc";
         } else if (unreachable) {
             r->gc_skipped = unreachable;
-        } else if (roundtrim_python_gc(&r->gc_collected, &r->gc_us)) {
+        } else if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
-        } else {
-            const char *why = roundtrim_python_skip_reason();
-            r->gc_skipped = why ? why : "failed";
         }
         roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
     }
@@ -115,10 +110,11 @@ static void cleanup(struct roundtrim_round_record *r)
         r->actions |= roundtrim_allocator_release(&r->trim_us);
     program_trims_seen = roundtrim_program_trim_count(); /* ours included */
     if (cfg->cuda_empty_cache) {
-        if (roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us))
+        const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
+        if (!why)
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
         else
-            r->torch_empty_cache_skipped = torch_skip_worth_saying();
+            r->torch_empty_cache_skipped = torch_skip_worth_saying(why);
         if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
             r->actions |= RT_ACT_CUDA_POOL_TRIM;
         else

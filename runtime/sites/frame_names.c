@@ -1,10 +1,11 @@
 #include "runtime/sites/frame_names.h"
+#include "runtime/core/hash.h"
+#include "runtime/core/pages.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define CACHE_SLOTS    16384u /* power of two */
@@ -39,9 +40,8 @@ static void clear(void)
 void roundtrim_frame_names_refresh(void)
 {
     if (!cache) {
-        void *c = mmap(NULL, sizeof *cache * CACHE_SLOTS + ARENA_BYTES, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (c == MAP_FAILED)
+        void *c = roundtrim_pages_map(sizeof *cache * CACHE_SLOTS + ARENA_BYTES);
+        if (!c)
             return;
         cache = c;
         arena = (char *)c + sizeof *cache * CACHE_SLOTS;
@@ -105,7 +105,7 @@ void roundtrim_frame_json(struct roundtrim_json *j, uintptr_t ip)
         roundtrim_json_raw(j, buf, n);
         return;
     }
-    uint32_t i = (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 50) & (CACHE_SLOTS - 1);
+    uint32_t i = roundtrim_hash_slot(ip, 14) & (CACHE_SLOTS - 1);
     for (uint32_t n = 0; n < 32; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
         if (cache[i].ip == ip) {
             roundtrim_json_raw(j, arena + cache[i].off, cache[i].len);
@@ -120,7 +120,7 @@ void roundtrim_frame_json(struct roundtrim_json *j, uintptr_t ip)
         return;
     if (arena_used + len > ARENA_BYTES)
         clear(); /* full: start over */
-    i = (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 50) & (CACHE_SLOTS - 1);
+    i = roundtrim_hash_slot(ip, 14) & (CACHE_SLOTS - 1);
     for (uint32_t n = 0; n < 32; n++, i = (i + 1) & (CACHE_SLOTS - 1)) {
         if (cache[i].ip == 0) {
             memcpy(arena + arena_used, buf, len);

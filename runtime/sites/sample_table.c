@@ -1,6 +1,6 @@
 #include "runtime/sites/sample_table.h"
-
-#include <sys/mman.h>
+#include "runtime/core/hash.h"
+#include "runtime/core/pages.h"
 
 /* A slot's key is the block's address, or one of these (addresses are at least 16-aligned, so
  * never below 16). */
@@ -28,12 +28,12 @@ bool roundtrim_sample_table_init(void)
     size_t filter_bytes = (size_t)1 << ROUNDTRIM_SAMPLE_FILTER_BITS;
     size_t table_bytes = sizeof(struct slot) * TABLE_SLOTS;
     /* Untouched pages cost nothing: only the slots samples land in become resident. */
-    void *f = mmap(NULL, filter_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (f == MAP_FAILED)
+    void *f = roundtrim_pages_map(filter_bytes);
+    if (!f)
         return false;
-    void *t = mmap(NULL, table_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (t == MAP_FAILED) {
-        munmap(f, filter_bytes);
+    void *t = roundtrim_pages_map(table_bytes);
+    if (!t) {
+        roundtrim_pages_unmap(f, filter_bytes);
         return false;
     }
     slots = t;
@@ -43,8 +43,7 @@ bool roundtrim_sample_table_init(void)
 
 static uint32_t home(const void *p)
 {
-    uint64_t h = ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull;
-    return (uint32_t)(h >> (64 - TABLE_BITS));
+    return roundtrim_hash_slot((uintptr_t)p >> 4, TABLE_BITS);
 }
 
 static uint8_t *filter_byte(const void *p)

@@ -11,11 +11,12 @@
 #include "runtime/core/real_dlsym.h"
 #include "runtime/sites/site_table.h"
 #include "runtime/threads/worker_thread.h"
+#include "runtime/core/hash.h"
 
 /* Frames taken beyond the kept depth: roundtrim's own (the hook, this file) come first. */
 #define OWN_FRAMES_MAX 6
 
-static uint64_t mean = 524288;
+static uint64_t mean; /* bytes; set by roundtrim_sampler_start from ROUNDTRIM_SITES_SAMPLE */
 static const char *skipped = "off";
 static int (*unw_backtrace_fn)(void **, int);
 static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left out */
@@ -100,8 +101,9 @@ static void draw_next(struct roundtrim_thread_counters *c)
     if (c->rng == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        c->rng = ((uintptr_t)c * 0x9e3779b97f4a7c15ull) ^ (uint64_t)ts.tv_nsec ^
-                 ((uint64_t)ts.tv_sec << 32) ^ 1;
+        c->rng =
+            roundtrim_hash_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32), (uintptr_t)c) |
+            1;
     }
     c->sample_at =
         c->malloc_bytes + roundtrim_sample_interval(roundtrim_sample_random(&c->rng), mean);

@@ -1,42 +1,32 @@
 #include "runtime/sites/site_table.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 #include "runtime/python/frames.h"
+#include "runtime/core/hash.h"
+#include "runtime/core/pages.h"
 
 #define CODE_NAMES_MAX 4096u
 
 static struct roundtrim_site *sites;
 static struct roundtrim_code_names *code_names;
 
-static void *map(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 bool roundtrim_site_table_init(void)
 {
-    sites = map(sizeof *sites * ROUNDTRIM_SITES_MAX);
-    code_names = map(sizeof *code_names * CODE_NAMES_MAX);
+    sites = roundtrim_pages_map(sizeof *sites * ROUNDTRIM_SITES_MAX);
+    code_names = roundtrim_pages_map(sizeof *code_names * CODE_NAMES_MAX);
     return sites && code_names;
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h * 0xff51afd7ed558ccdull;
 }
 
 static uint64_t frames_id(const uintptr_t *frames, int depth, const struct roundtrim_site_py *py,
                           int py_depth)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = ROUNDTRIM_HASH_START;
     for (int i = 0; i < depth; i++)
-        h = mix(h, frames[i]);
+        h = roundtrim_hash_mix(h, frames[i]);
     for (int i = 0; i < py_depth; i++)
-        h = mix(mix(h, (uintptr_t)py[i].code), (uint64_t)(uint32_t)py[i].line);
+        h = roundtrim_hash_mix(roundtrim_hash_mix(h, (uintptr_t)py[i].code),
+                               (uint64_t)(uint32_t)py[i].line);
     h ^= h >> 29;
     return h ? h : 1;
 }
@@ -92,8 +82,7 @@ void roundtrim_site_add_free(uint32_t site, uint64_t weight)
 
 static uint32_t code_slot(const void *code)
 {
-    return (uint32_t)((((uintptr_t)code >> 4) * 0x9e3779b97f4a7c15ull) >> 52) &
-           (CODE_NAMES_MAX - 1);
+    return roundtrim_hash_slot((uintptr_t)code >> 4, 12) & (CODE_NAMES_MAX - 1);
 }
 
 void roundtrim_code_names_note(const void *code)

@@ -383,3 +383,16 @@ def test_first_round_signal_in_an_idle_program_waits_unless_the_worker_starts_ea
     eager = run_shim([prog("idle_signal")], env={"ROUNDTRIM_EAGER_WORKER": "1"})
     assert eager.stdout == "recorded while idle\n"
     assert [r["source"] for r in eager.rounds] == ["signal"]
+
+
+
+def test_lookups_at_start_leave_nothing_for_the_programs_dlerror(run_shim):
+    """roundtrim looks up symbols that a process may lack (another allocator's extensions,
+    libpython): a program's dlerror() at main still says nothing, as without roundtrim, and its
+    own failed lookup is reported as its own."""
+    bare = subprocess.run([prog("dlerror_pending")], capture_output=True, text=True, check=True)
+    res = run_shim([prog("dlerror_pending")])
+    assert res.returncode == 0, res.stderr
+    want = {"pending_at_start": 0, "missing": 1, "own_error_named": 1}
+    assert json.loads(bare.stdout) == want
+    assert res.stdout_json()[0] == want

@@ -32,8 +32,8 @@ def option_names():
     for row in out.splitlines()[1:]:
         name, alias = row.split("\t")[:2]
         names += [name] + ([alias] if alias else [])
-    # read outside the table: a tuning knob and the NVFlare launcher's switch
-    return names + ["ROUNDTRIM_PY_JOB_WAIT_MS", "NVFLARE_ENABLE_JEMALLOC_PRELOAD"]
+    # read outside the table: the NVFlare launcher's switch (by the roundtrim command)
+    return names + ["NVFLARE_ENABLE_JEMALLOC_PRELOAD"]
 
 
 def snapshot(top):

@@ -235,8 +235,7 @@ def test_gc_skipped_not_hung_when_main_thread_keeps_the_gil(run_shim):
     assert elapsed < hold_s + 10
 
 
-# A gc whose finalizer outlives the job wait. ROUNDTRIM_PY_JOB_WAIT_MS is a test knob (the wait is
-# 60 s otherwise).
+# A gc whose finalizer outlives the job wait (ROUNDTRIM_PY_JOB_WAIT_MS, 60 s by default).
 SLOW_ENV = {"ROUNDTRIM_GC_ROUNDS": "1", "ROUNDTRIM_PY_JOB_WAIT_MS": "300"}
 
 

@@ -28,6 +28,44 @@ START_TEST(table_rows_match_their_ids)
 }
 END_TEST
 
+/* Each default is written once, in its row: what the parser makes of an empty environment, shown
+ * back as text, is that row's text, for both roles. */
+START_TEST(parsed_defaults_equal_the_table_text)
+{
+    const char *server[] = {"ROUNDTRIM_ROLE", "server", NULL};
+    for (int role = 0; role < 2; role++) {
+        load(role ? server : NULL);
+        ck_assert_uint_eq(cfg.warning_count, 0);
+        for (int i = 0; i < RT_OPT_COUNT; i++) {
+            const struct roundtrim_option *o = &roundtrim_options[i];
+            if (i == RT_OPT_ROLE)
+                continue; /* set by the test itself */
+            const char *want = role && o->server_default ? o->server_default : o->default_value;
+            char got[256];
+            roundtrim_config_value_text(&cfg, o->id, got, sizeof got);
+            ck_assert_msg(strcmp(got, want ? want : "") == 0, "%s: parsed default %s, table %s",
+                          o->name, got, want ? want : "(unset)");
+            ck_assert_str_eq(roundtrim_config_source_text(&cfg, o->id),
+                             o->server_default ? "role" : "default");
+        }
+    }
+}
+END_TEST
+
+START_TEST(default_text_says_roles_notes_and_unset)
+{
+    char text[128];
+    roundtrim_option_default_text(&roundtrim_options[RT_OPT_GC_ROUNDS], text, sizeof text);
+    ck_assert_str_eq(text, "1 (client), 5 (server)");
+    roundtrim_option_default_text(&roundtrim_options[RT_OPT_INTERVAL_S], text, sizeof text);
+    ck_assert_str_eq(text, "0 (off)");
+    roundtrim_option_default_text(&roundtrim_options[RT_OPT_PROM_FILE], text, sizeof text);
+    ck_assert_str_eq(text, "(unset)");
+    roundtrim_option_default_text(&roundtrim_options[RT_OPT_PRESSURE_WARN], text, sizeof text);
+    ck_assert_str_eq(text, "85");
+}
+END_TEST
+
 START_TEST(defaults_are_the_client_role)
 {
     load(NULL);
@@ -327,6 +365,8 @@ int main(void)
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("options");
     tcase_add_test(tc, table_rows_match_their_ids);
+    tcase_add_test(tc, parsed_defaults_equal_the_table_text);
+    tcase_add_test(tc, default_text_says_roles_notes_and_unset);
     tcase_add_test(tc, defaults_are_the_client_role);
     tcase_add_test(tc, server_role_cleans_every_fifth_round_with_four_arenas);
     tcase_add_test(tc, nvflare_interval_applies_to_clients_only);
