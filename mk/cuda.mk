@@ -26,9 +26,10 @@ $(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h runtime/cuda/t
 CHECK_DEPS += $(FAKECUDA) $(BUILD)/tests/cuda_linked
 
 .PHONY: cuda-check-toolkit
-# Compiles the wrappers against the toolkit's cuda.h: any signature that differs is an error.
+# Compiles the wrappers (and the driver entry points roundtrim calls itself, runtime/cuda/driver.h)
+# against the toolkit's cuda.h: any signature that differs is an error.
 CUDA_INCLUDE ?= /usr/local/cuda/include
 cuda-check-toolkit:
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -Wmissing-prototypes -Iinclude -I. \
 		-DROUNDTRIM_CUDA_TOOLKIT_CHECK -D__CUDA_API_VERSION_INTERNAL -I$(CUDA_INCLUDE) \
-		shim/cuda_hooks.c
+		shim/cuda_hooks.c shim/cuda_resolve.c
