@@ -1,25 +1,8 @@
 /* CUDA driver entry points: each exported wrapper has exactly the driver's signature, forwards to
- * the real driver and tells runtime/cuda/track.c what happened.
- *
- * Programs reach the driver three ways, and all three end here:
- *  - linked with -lcuda: the dynamic linker binds their calls to these exports (we are preloaded);
- *  - dlopen("libcuda.so.1") + dlsym: the dlsym hook hands out these wrappers (shim/dlsym_hook.c);
- *  - cuGetProcAddress*: the wrappers below take the driver's answer for the requested name,
- *    version and flags, decide which exact variant (ABI) that request selects (the PFN_* versions
- *    of cudaTypedefs.h: cuMemAlloc at >= 3020 is cuMemAlloc_v2, the per-thread-stream flag
- *    selects _ptsz...), keep the driver's pointer as that wrapper's real function and hand out
- *    the wrapper. A pointer equal to one of the driver's exports names its variant by itself:
- *    that match is the fallback, and wins when the two disagree.
- *
- * The real function of a wrapper is stored once per wrapper: the first answer a lookup gave for
- * that exact variant (cuGetProcAddress, or dlsym on the driver's handle). A variant is one ABI and
- * one stream semantics, so a driver that hands out another address for it later (an internal
- * address next to the export) hands out the same implementation, and keeping the first means
- * one implementation per wrapper from then on. Before any lookup the wrapper uses what the
- * dynamic linker finds after this library (RTLD_NEXT: the driver, or another interposer loaded
- * after us); the first lookup's answer replaces that once. Another interposer's pointer coming
- * back from a lookup is kept as the real function like any other: its hook stays in the chain,
- * after ours.
+ * the real driver (its entry in runtime/cuda/driver.h's table) and tells the device-memory
+ * accounting (runtime/cuda/account.h) what happened. How programs reach these wrappers (linked,
+ * dlsym on the driver's handle, cuGetProcAddress) and how the real function behind each is found
+ * is shim/cuda_resolve.c's part.
  *
  * Runtime API: libcudart (shared or static) fetches the driver through cuGetProcAddress, so
  * cudaMalloc, cudaMallocAsync, cudaFree... are counted here, at the driver level, and only here:
@@ -32,225 +15,19 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dlfcn.h>
-#include <link.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "runtime/cuda/account.h"
-#include "runtime/core/export.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/core/real_dlsym.h"
-#include "shim/cuda_hooks.h"
 #include "runtime/cuda/types.h"
-
-/* The wrappers' prototypes: exactly the driver's (checked against cuda.h, see cuda_types.h). */
-#define RT_API ROUNDTRIM_EXPORT CUresult
-RT_API cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
-RT_API cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
-                          unsigned int ElementSizeBytes);
-RT_API cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
-RT_API cuMemFree_v2(CUdeviceptr dptr);
-RT_API cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-RT_API cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
-RT_API cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                               CUstream hStream);
-RT_API cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                    CUstream hStream);
-RT_API cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
-RT_API cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
-RT_API cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                   const CUmemAllocationProp *prop, unsigned long long flags);
-RT_API cuMemRelease(CUmemGenericAllocationHandle handle);
-RT_API cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                unsigned long long flags);
-RT_API cuMemUnmap(CUdeviceptr ptr, size_t size);
-RT_API cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
-RT_API cuMemAllocHost_v2(void **pp, size_t bytesize);
-RT_API cuMemFreeHost(void *p);
-RT_API cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
-RT_API cuMemPoolDestroy(CUmemoryPool pool);
-RT_API cuStreamBeginCapture(CUstream hStream);
-RT_API cuStreamBeginCapture_ptsz(CUstream hStream);
-RT_API cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
-RT_API cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
-RT_API cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-                                   const CUgraphNode *dependencies,
-                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                   CUstreamCaptureMode mode);
-RT_API cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
-                                        const CUgraphNode *dependencies,
-                                        const CUgraphEdgeData *dependencyData,
-                                        size_t numDependencies, CUstreamCaptureMode mode);
-RT_API cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
-RT_API cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
-RT_API cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
-RT_API cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                           CUdriverProcAddressQueryResult *symbolStatus);
-RT_API cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
-                                CUdriverProcAddressQueryResult *symbolStatus);
-#undef RT_API
-
-/* Every entry point we wrap, by exported name. */
-#define ROUNDTRIM_CUDA_ENTRIES(X)                                                                  \
-    X(cuMemAlloc_v2)                                                                               \
-    X(cuMemAllocPitch_v2)                                                                          \
-    X(cuMemAllocManaged)                                                                           \
-    X(cuMemFree_v2)                                                                                \
-    X(cuMemAllocAsync)                                                                             \
-    X(cuMemAllocAsync_ptsz)                                                                        \
-    X(cuMemAllocFromPoolAsync)                                                                     \
-    X(cuMemAllocFromPoolAsync_ptsz)                                                                \
-    X(cuMemFreeAsync)                                                                              \
-    X(cuMemFreeAsync_ptsz)                                                                         \
-    X(cuMemCreate)                                                                                 \
-    X(cuMemRelease)                                                                                \
-    X(cuMemMap)                                                                                    \
-    X(cuMemUnmap)                                                                                  \
-    X(cuMemHostAlloc)                                                                              \
-    X(cuMemAllocHost_v2)                                                                           \
-    X(cuMemFreeHost)                                                                               \
-    X(cuMemPoolCreate)                                                                             \
-    X(cuMemPoolDestroy)                                                                            \
-    X(cuStreamBeginCapture)                                                                        \
-    X(cuStreamBeginCapture_ptsz)                                                                   \
-    X(cuStreamBeginCapture_v2)                                                                     \
-    X(cuStreamBeginCapture_v2_ptsz)                                                                \
-    X(cuStreamBeginCaptureToGraph)                                                                 \
-    X(cuStreamBeginCaptureToGraph_ptsz)                                                            \
-    X(cuStreamEndCapture)                                                                          \
-    X(cuStreamEndCapture_ptsz)                                                                     \
-    X(cuGetProcAddress)                                                                            \
-    X(cuGetProcAddress_v2)                                                                         \
-    X(cuGetProcAddress_v2_ptsz)
-
-enum entry_id {
-#define X(name) ID_##name,
-    ROUNDTRIM_CUDA_ENTRIES(X)
-#undef X
-        ENTRY_COUNT
-};
-
-static const char *const entry_name[ENTRY_COUNT] = {
-#define X(name) #name,
-    ROUNDTRIM_CUDA_ENTRIES(X)
-#undef X
-};
-
-static void *const entry_wrapper[ENTRY_COUNT] = {
-#define X(name) [ID_##name] = (void *)name,
-    ROUNDTRIM_CUDA_ENTRIES(X)
-#undef X
-};
-
-/* The driver's implementation behind each wrapper: what a lookup answered for that variant
- * (written once), else what RTLD_NEXT found (written once, used until a lookup answers). */
-static _Atomic(void *) entry_real[ENTRY_COUNT];
-static _Atomic(void *) entry_next[ENTRY_COUNT];
-
-/* ---- finding the driver: runtime/cuda/driver.c ---- */
-
-static bool is_wrapper(const void *p)
-{
-    for (int i = 0; i < ENTRY_COUNT; i++)
-        if (entry_wrapper[i] == p)
-            return true;
-    return false;
-}
-
-/* A lookup's answer for exactly this variant; the first one stays (see the top of the file). */
-static void note_real(enum entry_id id, void *p)
-{
-    void *expected = NULL;
-    if (!is_wrapper(p))
-        atomic_compare_exchange_strong(&entry_real[id], &expected, p);
-}
-
-static void *resolve_real(enum entry_id id)
-{
-    void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    if (!rdlsym)
-        return NULL;
-    /* Called from this library, RTLD_NEXT means "after libroundtrim.so": the driver when the
-     * program linked it, or another interposer loaded after us. */
-    void *p = rdlsym(RTLD_NEXT, entry_name[id]);
-    if (!p || p == entry_wrapper[id]) {
-        void *h = roundtrim_cuda_driver_handle();
-        p = h ? rdlsym(h, entry_name[id]) : NULL;
-    }
-    if (!p || is_wrapper(p))
-        return NULL;
-    void *expected = NULL;
-    atomic_compare_exchange_strong(&entry_next[id], &expected, p);
-    roundtrim_cuda_driver_hint(p);
-    return atomic_load_explicit(&entry_next[id], memory_order_acquire);
-}
-
-static inline void *real_fn(enum entry_id id)
-{
-    void *p = atomic_load_explicit(&entry_real[id], memory_order_acquire);
-    if (p)
-        return p;
-    p = atomic_load_explicit(&entry_next[id], memory_order_acquire);
-    return p ? p : resolve_real(id);
-}
-
-/* The real function, with the wrapper's own type: the wrapper's signature is the driver's. */
-#define REAL(name) ((__typeof__(&name))real_fn(ID_##name))
-
-/* Returned when a wrapper is called in a process with no driver (dlsym(RTLD_DEFAULT, ...) finds
- * our exports even then). */
-#define NO_DRIVER CUDA_ERROR_NOT_INITIALIZED
+#include "shim/cuda_resolve.h"
 
 /* ---- small driver helpers (no lock of ours is held while they run) ---- */
 
-/* Driver entry points the hooks call themselves, by exported name, found once. */
-#define HELPER_ENTRIES(X)                                                                          \
-    X(cuCtxGetDevice, CUresult (*)(CUdevice *))                                                    \
-    X(cuCtxGetCurrent, CUresult (*)(CUcontext *))                                                  \
-    X(cuCtxPushCurrent_v2, CUresult (*)(CUcontext))                                                \
-    X(cuCtxPopCurrent_v2, CUresult (*)(CUcontext *))                                               \
-    X(cuStreamGetDevice, CUresult (*)(CUstream, CUdevice *))                                       \
-    X(cuStreamGetCtx, CUresult (*)(CUstream, CUcontext *))
-
-enum helper_id {
-#define X(name, type) H_##name,
-    HELPER_ENTRIES(X)
-#undef X
-        HELPER_COUNT
-};
-
-static _Atomic(void *) helper_fn[HELPER_COUNT];
-
-static void *helper_get(enum helper_id id)
-{
-    static const char *const names[HELPER_COUNT] = {
-#define X(name, type) #name,
-        HELPER_ENTRIES(X)
-#undef X
-    };
-    void *p = atomic_load_explicit(&helper_fn[id], memory_order_acquire);
-    if (!p && (p = roundtrim_cuda_driver_sym(names[id])) != NULL)
-        atomic_store_explicit(&helper_fn[id], p, memory_order_release);
-    return p;
-}
-
-#define HELPER(name) ((__typeof__(&name))helper_get(H_##name))
-
-/* The helpers' prototypes, for HELPER()'s types only (never defined here). */
-CUresult cuCtxGetDevice(CUdevice *device);
-CUresult cuCtxGetCurrent(CUcontext *pctx);
-CUresult cuCtxPushCurrent_v2(CUcontext ctx);
-CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
-CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device);
-CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
-
 static int current_device(void)
 {
-    __typeof__(&cuCtxGetDevice) get = HELPER(cuCtxGetDevice);
+    __typeof__(&cuCtxGetDevice) get = ROUNDTRIM_CUDA_CALL(cuCtxGetDevice);
     CUdevice dev;
     return get && get(&dev) == CUDA_SUCCESS ? dev : -1;
 }
@@ -260,18 +37,18 @@ static int current_device(void)
  * is asked for its device (made current for that one question when it is not already). */
 static int stream_device(CUstream stream)
 {
-    __typeof__(&cuStreamGetDevice) get_device = HELPER(cuStreamGetDevice);
+    __typeof__(&cuStreamGetDevice) get_device = ROUNDTRIM_CUDA_CALL(cuStreamGetDevice);
     CUdevice dev;
     if (get_device && get_device(stream, &dev) == CUDA_SUCCESS)
         return dev;
-    __typeof__(&cuStreamGetCtx) get_ctx = HELPER(cuStreamGetCtx);
-    __typeof__(&cuCtxGetCurrent) get_current = HELPER(cuCtxGetCurrent);
+    __typeof__(&cuStreamGetCtx) get_ctx = ROUNDTRIM_CUDA_CALL(cuStreamGetCtx);
+    __typeof__(&cuCtxGetCurrent) get_current = ROUNDTRIM_CUDA_CALL(cuCtxGetCurrent);
     CUcontext ctx = NULL, cur = NULL;
     if (!get_ctx || !get_current || get_ctx(stream, &ctx) != CUDA_SUCCESS || !ctx ||
         get_current(&cur) != CUDA_SUCCESS || ctx == cur)
         return current_device();
-    __typeof__(&cuCtxPushCurrent_v2) push = HELPER(cuCtxPushCurrent_v2);
-    __typeof__(&cuCtxPopCurrent_v2) pop = HELPER(cuCtxPopCurrent_v2);
+    __typeof__(&cuCtxPushCurrent_v2) push = ROUNDTRIM_CUDA_CALL(cuCtxPushCurrent_v2);
+    __typeof__(&cuCtxPopCurrent_v2) pop = ROUNDTRIM_CUDA_CALL(cuCtxPopCurrent_v2);
     if (!push || !pop || push(ctx) != CUDA_SUCCESS)
         return current_device();
     int d = current_device();
@@ -713,21 +490,14 @@ ROUNDTRIM_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phG
     return rc;
 }
 
-/* ---- cuGetProcAddress: where libcudart gets every other entry point ---- */
+/* ---- the variants cuGetProcAddress selects (shim/cuda_resolve.c decides) ---- */
 
 /* Which wrapper a request selects: for a name, the variant with the highest "since" not above the
  * requested version, among the per-thread-stream ones when the request has that flag (the driver
  * falls back to the plain variant when a name has none). From the PFN_<name>_v<since>[_ptsz]
- * typedefs of cudaTypedefs.h (CUDA 13.0); variants older than the first listed (the 32-bit
- * cuMemAlloc of 2000...) are not wrapped. */
-#define TABLE_VERSION 13000 /* newest cudaTypedefs.h the table was checked against */
-
-static const struct variant {
-    const char *name;
-    int since;
-    bool per_thread;
-    enum entry_id id;
-} variants[] = {
+ * typedefs of cudaTypedefs.h (CUDA 13.0: ROUNDTRIM_CUDA_VARIANTS_VERSION); variants older than the
+ * first listed (the 32-bit cuMemAlloc of 2000...) are not wrapped. */
+const struct roundtrim_cuda_variant roundtrim_cuda_variants[] = {
     {"cuMemAlloc", 3020, false, ID_cuMemAlloc_v2},
     {"cuMemAllocPitch", 3020, false, ID_cuMemAllocPitch_v2},
     {"cuMemFree", 3020, false, ID_cuMemFree_v2},
@@ -759,176 +529,5 @@ static const struct variant {
     {"cuGetProcAddress", 12000, false, ID_cuGetProcAddress_v2},
     {"cuGetProcAddress", 12000, true, ID_cuGetProcAddress_v2_ptsz},
 };
-
-/* The wrapper of the variant (name, version, per_thread) names exactly, or -1. known: whether the
- * name is one we wrap at all. */
-static int variant_pick(const char *symbol, int version, bool per_thread, bool *known)
-{
-    const struct variant *best = NULL;
-    *known = false;
-    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
-        const struct variant *v = &variants[i];
-        if (strcmp(v->name, symbol) != 0)
-            continue;
-        *known = true;
-        if (v->per_thread == per_thread && v->since <= version && (!best || v->since > best->since))
-            best = v;
-    }
-    return best ? (int)best->id : -1;
-}
-
-/* The driver's export of every wrapped name, for the address match. Built once, on the first
- * lookup (it runs before cuInit, so it never initialises anything). */
-static void *entry_export[ENTRY_COUNT];
-static pthread_once_t entry_export_once = PTHREAD_ONCE_INIT;
-
-static void entry_export_build(void)
-{
-    void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    void *h = roundtrim_cuda_driver_handle();
-    if (!rdlsym || !h)
-        return;
-    for (int i = 0; i < ENTRY_COUNT; i++) {
-        void *p = rdlsym(h, entry_name[i]);
-        entry_export[i] = is_wrapper(p) ? NULL : p;
-    }
-}
-
-static int export_match(const void *p)
-{
-    pthread_once(&entry_export_once, entry_export_build);
-    for (int i = 0; i < ENTRY_COUNT; i++)
-        if (entry_export[i] == p)
-            return i;
-    return -1;
-}
-
-/* The real lookup a wrapper forwarded to, so that the decision can ask the driver again. */
-struct lookup {
-    enum entry_id form; /* ID_cuGetProcAddress: the 4-argument form */
-    void *real;
-};
-
-static void *lookup_again(const struct lookup *l, const char *symbol, int version, cuuint64_t flags)
-{
-    void *p = NULL;
-    CUdriverProcAddressQueryResult status;
-    CUresult rc =
-        l->form == ID_cuGetProcAddress
-            ? ((__typeof__(&cuGetProcAddress))l->real)(symbol, &p, version, flags)
-            : ((__typeof__(&cuGetProcAddress_v2))l->real)(symbol, &p, version, flags, &status);
-    return rc == CUDA_SUCCESS ? p : NULL;
-}
-
-/* The wrapper to hand out for the driver's answer p to (symbol, version, flags), or p itself.
- * Where the table alone could be wrong, the driver is asked again: a per-thread request is the
- * _ptsz variant only if the driver answers it differently from the plain one (for names without
- * one, and for cuGetProcAddress, it may not), and a version newer than the table is trusted only
- * if the driver gives the same answer at the table's version (a newer _vN would differ). */
-static void *substitute(const struct lookup *l, const char *symbol, int version, cuuint64_t flags,
-                        void *p)
-{
-    if (!p || !symbol || is_wrapper(p))
-        return p;
-    bool known, per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-    int v = version < TABLE_VERSION ? version : TABLE_VERSION;
-    int id = variant_pick(symbol, v, false, &known);
-    if (known && per_thread &&
-        lookup_again(l, symbol, version, CU_GET_PROC_ADDRESS_LEGACY_STREAM) != p)
-        id = variant_pick(symbol, v, true, &known);
-    if (id >= 0 && version > TABLE_VERSION && lookup_again(l, symbol, TABLE_VERSION, flags) != p)
-        id = -1;
-    int by_address = export_match(p);
-    if (by_address >= 0)
-        id = by_address; /* the driver's own export names its variant */
-    if (id < 0)
-        return p;
-    note_real((enum entry_id)id, p);
-    return entry_wrapper[id];
-}
-
-static CUresult lookup_v2(enum entry_id form, const char *symbol, void **pfn, int cudaVersion,
-                          cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
-{
-    struct lookup l = {form, real_fn(form)};
-    if (!l.real && form == ID_cuGetProcAddress_v2_ptsz) /* drivers that do not export it */
-        l = (struct lookup){ID_cuGetProcAddress_v2, real_fn(ID_cuGetProcAddress_v2)};
-    if (!l.real)
-        return NO_DRIVER;
-    CUresult rc =
-        ((__typeof__(&cuGetProcAddress_v2))l.real)(symbol, pfn, cudaVersion, flags, symbolStatus);
-    if (rc == CUDA_SUCCESS && pfn)
-        *pfn = substitute(&l, symbol, cudaVersion, flags, *pfn);
-    return rc;
-}
-
-ROUNDTRIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-                                              cuuint64_t flags,
-                                              CUdriverProcAddressQueryResult *symbolStatus)
-{
-    return lookup_v2(ID_cuGetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
-}
-
-/* What cuda.h's per-thread-default-stream builds call: a request naming neither stream flavour
- * means per-thread. The flag is made explicit before the driver sees it, so the decision above and
- * the driver's answer agree whichever implementation the driver gave for this entry point. */
-ROUNDTRIM_EXPORT CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
-                                                   cuuint64_t flags,
-                                                   CUdriverProcAddressQueryResult *symbolStatus)
-{
-    if (!(flags &
-          (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
-        flags |= CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-    return lookup_v2(ID_cuGetProcAddress_v2_ptsz, symbol, pfn, cudaVersion, flags, symbolStatus);
-}
-
-/* The CUDA 11.3-11.8 form, without the status out-parameter. */
-ROUNDTRIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                           cuuint64_t flags)
-{
-    struct lookup l = {ID_cuGetProcAddress, real_fn(ID_cuGetProcAddress)};
-    if (!l.real)
-        return NO_DRIVER;
-    CUresult rc = ((__typeof__(&cuGetProcAddress))l.real)(symbol, pfn, cudaVersion, flags);
-    if (rc == CUDA_SUCCESS && pfn)
-        *pfn = substitute(&l, symbol, cudaVersion, flags, *pfn);
-    return rc;
-}
-
-/* ---- dlsym on the driver's handle ---- */
-
-static int entry_find(const char *name)
-{
-    for (int i = 0; i < ENTRY_COUNT; i++)
-        if (strcmp(entry_name[i], name) == 0)
-            return i;
-    return -1;
-}
-
-/* Only a lookup in the very driver object this process loaded as libcuda.so.1 gets a wrapper, and
- * only when the caller is not that driver itself: a driver that looks itself up, or a loader stub
- * that looks up the driver it loads (WSL2's libcuda.so.1 loads another libcuda file), keeps its
- * own pointers, or every call would come back through our wrapper and the wrapper call itself.
- * Another library that happens to export a cu* name (a vGPU layer, a stub) keeps its own too. */
-void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name, const void *caller)
-{
-    int id = entry_find(name);
-    if (id < 0)
-        return NULL;
-    void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
-    void *driver = roundtrim_cuda_driver_handle();
-    if (!rdlsym || !driver || handle != driver)
-        return NULL;
-    Dl_info info;
-    struct link_map *caller_map = NULL;
-    if (caller && dladdr1(caller, &info, (void **)&caller_map, RTLD_DL_LINKMAP) &&
-        (void *)caller_map == driver)
-        return NULL;
-    void *p = rdlsym(handle, name);
-    if (!p || is_wrapper(p))
-        return NULL; /* forwarded: the real dlsym gives the same answer to the caller */
-    /* Whatever the lookup found (the driver's export, or another interposer's hook in front of
-     * it) becomes the next function after our wrapper. */
-    note_real((enum entry_id)id, p);
-    return entry_wrapper[id];
-}
+const size_t roundtrim_cuda_variant_count =
+    sizeof roundtrim_cuda_variants / sizeof roundtrim_cuda_variants[0];
