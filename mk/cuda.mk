@@ -39,7 +39,7 @@ cuda-check-toolkit:
 # stub of the one setting the accounting reads, instead of the policy sources the Makefile's rule
 # links, and with --wrap=mmap (its test of a map out of memory). `make unit` builds it with this
 # rule (AddressSanitizer and UBSan).
-UNIT_LINK_check_cuda_map   := runtime/cuda/block_map.c runtime/cuda/account.c tests/unit/stubs_cuda.c
+UNIT_LINK_check_cuda_map   := runtime/core/pages.c runtime/cuda/block_map.c runtime/cuda/account.c tests/unit/stubs_cuda.c
 UNIT_CFLAGS_check_cuda_map := -Wl,--wrap=mmap
 
 $(BUILD)/unit/check_cuda_map: tests/unit/check_cuda_map.c $(UNIT_LINK_check_cuda_map) \

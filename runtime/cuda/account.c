@@ -14,7 +14,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "runtime/core/settings.h"
@@ -58,10 +57,10 @@ static struct {
     struct created_pool pools[MAX_POOLS];
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static atomic_bool seen;
-static _Atomic uint64_t devices_used;  /* bit per device ordinal */
-static _Atomic uint64_t devices_async; /* devices with stream-ordered allocations */
-static atomic_int captures;
+static bool seen;
+static uint64_t devices_used;  /* bit per device ordinal */
+static uint64_t devices_async; /* devices with stream-ordered allocations */
+static int captures;
 
 /* ---- the map and the counters (caller holds st.lock) ---- */
 
@@ -122,14 +121,14 @@ static void live_sub(struct class_counters *c, uint64_t size)
 
 void roundtrim_cuda_mark_seen(void)
 {
-    if (!atomic_load_explicit(&seen, memory_order_relaxed))
-        atomic_store_explicit(&seen, true, memory_order_relaxed);
+    if (!__atomic_load_n(&seen, __ATOMIC_RELAXED))
+        __atomic_store_n(&seen, true, __ATOMIC_RELAXED);
 }
 
-static void device_bit_set(_Atomic uint64_t *set, uint64_t bit)
+static void device_bit_set(uint64_t *set, uint64_t bit)
 {
-    if (!(atomic_load_explicit(set, memory_order_relaxed) & bit))
-        atomic_fetch_or_explicit(set, bit, memory_order_relaxed);
+    if (!(__atomic_load_n(set, __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(set, bit, __ATOMIC_RELAXED);
 }
 
 void roundtrim_cuda_device_note(int device)
@@ -404,17 +403,18 @@ void roundtrim_cuda_pool_done(int at)
 
 bool roundtrim_cuda_capture_active(void)
 {
-    return atomic_load(&captures) > 0;
+    return __atomic_load_n(&captures, __ATOMIC_SEQ_CST) > 0;
 }
 
 void roundtrim_cuda_capture_change(int delta)
 {
     if (delta > 0) {
-        atomic_fetch_add(&captures, 1);
+        __atomic_fetch_add(&captures, 1, __ATOMIC_SEQ_CST);
         return;
     }
-    int n = atomic_load(&captures);
-    while (n > 0 && !atomic_compare_exchange_weak(&captures, &n, n - 1))
+    int n = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
+    while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, true, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_SEQ_CST))
         ;
 }
 
@@ -422,17 +422,17 @@ void roundtrim_cuda_capture_change(int delta)
 
 bool roundtrim_cuda_seen(void)
 {
-    return atomic_load(&seen);
+    return __atomic_load_n(&seen, __ATOMIC_SEQ_CST);
 }
 
 uint64_t roundtrim_cuda_devices_used(void)
 {
-    return atomic_load(&devices_used);
+    return __atomic_load_n(&devices_used, __ATOMIC_SEQ_CST);
 }
 
 uint64_t roundtrim_cuda_devices_async(void)
 {
-    return atomic_load(&devices_async);
+    return __atomic_load_n(&devices_async, __ATOMIC_SEQ_CST);
 }
 
 static void class_snapshot(struct class_counters *c, struct roundtrim_cuda_class_counts *out)
@@ -449,7 +449,7 @@ static void class_snapshot(struct class_counters *c, struct roundtrim_cuda_class
 
 void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out)
 {
-    out->seen = atomic_load_explicit(&seen, memory_order_relaxed);
+    out->seen = __atomic_load_n(&seen, __ATOMIC_RELAXED);
     if (!out->seen)
         return;
     class_snapshot(&st.cls[0], &out->device);
@@ -463,8 +463,8 @@ void roundtrim_cuda_fork_child(void)
     roundtrim_cuda_map_reset(&st.map);
     memset(st.cls, 0, sizeof st.cls);
     memset(st.pools, 0, sizeof st.pools);
-    atomic_store(&seen, false);
-    atomic_store(&devices_used, 0);
-    atomic_store(&devices_async, 0);
-    atomic_store(&captures, 0);
+    __atomic_store_n(&seen, false, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&devices_used, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&devices_async, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&captures, 0, __ATOMIC_SEQ_CST);
 }

@@ -3,7 +3,7 @@
 #endif
 #include "runtime/cuda/block_map.h"
 
-#include <sys/mman.h>
+#include "runtime/core/pages.h"
 
 void roundtrim_cuda_map_place(struct roundtrim_cuda_map_entry *slots, size_t cap,
                               const struct roundtrim_cuda_map_entry *e)
@@ -18,15 +18,13 @@ void roundtrim_cuda_map_place(struct roundtrim_cuda_map_entry *slots, size_t cap
 bool roundtrim_cuda_map_grow(struct roundtrim_cuda_map *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : ROUNDTRIM_CUDA_MAP_MIN_SLOTS;
-    struct roundtrim_cuda_map_entry *ns =
-        mmap(NULL, ncap * sizeof *ns, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (ns == MAP_FAILED)
+    struct roundtrim_cuda_map_entry *ns = roundtrim_pages_map(ncap * sizeof *ns);
+    if (!ns)
         return false;
     for (size_t i = 0; i < m->cap; i++)
         if (m->slots[i].used)
             roundtrim_cuda_map_place(ns, ncap, &m->slots[i]);
-    if (m->slots)
-        munmap(m->slots, m->cap * sizeof *m->slots);
+    roundtrim_pages_unmap(m->slots, m->cap * sizeof *m->slots);
     m->slots = ns;
     m->cap = ncap;
     return true;
@@ -48,8 +46,7 @@ struct roundtrim_cuda_map_entry *roundtrim_cuda_map_find(const struct roundtrim_
 
 void roundtrim_cuda_map_reset(struct roundtrim_cuda_map *m)
 {
-    if (m->slots)
-        munmap(m->slots, m->cap * sizeof *m->slots);
+    roundtrim_pages_unmap(m->slots, m->cap * sizeof *m->slots);
     m->slots = NULL;
     m->cap = m->count = 0;
 }

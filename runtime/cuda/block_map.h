@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/core/hash.h"
+
 #define ROUNDTRIM_CUDA_MAP_KEY_SPACE 6u    /* flag bits that pick the key space */
 #define ROUNDTRIM_CUDA_MAP_MIN_SLOTS 1024u /* the first table's slots; it doubles from there */
 
@@ -64,14 +66,13 @@ static inline void roundtrim_cuda_map_put(struct roundtrim_cuda_map *m,
 /* Frees the table: the map is empty again. */
 void roundtrim_cuda_map_reset(struct roundtrim_cuda_map *m);
 
-/* The slot where the probe for (key, key space of flags) starts. Fibonacci hashing takes the top
- * bits of the product: device addresses have many zero low bits (2 MiB aligned is common), which
- * the low bits of the product would keep. */
+/* The slot where the probe for (key, key space of flags) starts: device addresses have many zero
+ * low bits (2 MiB aligned is common), which the tables' hash spreads; the key space is folded in
+ * so that a device block and a host block at one address differ. */
 static inline size_t roundtrim_cuda_map_home(uint64_t key, unsigned flags, size_t cap)
 {
-    uint64_t h = (key ^ ((uint64_t)(flags & ROUNDTRIM_CUDA_MAP_KEY_SPACE) * 0x5bd1e995u)) *
-                 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> (64 - __builtin_ctzll(cap)));
+    return roundtrim_hash_slot(key ^ ((uint64_t)(flags & ROUNDTRIM_CUDA_MAP_KEY_SPACE) << 32),
+                               (unsigned)__builtin_ctzll(cap));
 }
 
 /* Takes out the entry at s (from roundtrim_cuda_map_find); other entries may move. Backward-shift

@@ -4,7 +4,6 @@
 #include "runtime/cuda/driver.h"
 
 #include <dlfcn.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -28,36 +27,38 @@ const char *roundtrim_cuda_entry_name(enum roundtrim_cuda_entry_id id)
 /* ---- the driver's object ---- */
 
 /* Handle of the loaded driver library (dlopen with RTLD_NOLOAD, so never a load of our own). */
-static _Atomic(void *) driver_handle;
+static void *driver_handle;
 /* A real entry point found after roundtrim: where the driver is, when it has another name. */
-static _Atomic(void *) driver_hint;
+static void *driver_hint;
 
 static void driver_hint_note(void *entry)
 {
     void *expected = NULL;
     if (entry)
-        atomic_compare_exchange_strong(&driver_hint, &expected, entry);
+        __atomic_compare_exchange_n(&driver_hint, &expected, entry, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
 }
 
 void *roundtrim_cuda_driver_handle(void)
 {
-    void *h = atomic_load_explicit(&driver_handle, memory_order_acquire);
+    void *h = __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
     if (h)
         return h;
     h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     if (!h) {
         /* The process may have loaded the driver under another name: find it from a pointer. */
         Dl_info info;
-        void *p = atomic_load_explicit(&driver_hint, memory_order_acquire);
+        void *p = __atomic_load_n(&driver_hint, __ATOMIC_ACQUIRE);
         if (p && dladdr(p, &info) && info.dli_fname)
             h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     }
     if (!h)
         return NULL;
     void *expected = NULL;
-    if (!atomic_compare_exchange_strong(&driver_handle, &expected, h))
+    if (!__atomic_compare_exchange_n(&driver_handle, &expected, h, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
         dlclose(h); /* another thread won: drop our extra reference */
-    return atomic_load_explicit(&driver_handle, memory_order_acquire);
+    return __atomic_load_n(&driver_handle, __ATOMIC_ACQUIRE);
 }
 
 /* ---- the entries ---- */
@@ -65,7 +66,7 @@ void *roundtrim_cuda_driver_handle(void)
 void *roundtrim_cuda_entry_resolve(enum roundtrim_cuda_entry_id id, const void *ours)
 {
     struct roundtrim_cuda_entry *e = &roundtrim_cuda_entries[id];
-    void *p = atomic_load_explicit(&e->found, memory_order_acquire);
+    void *p = __atomic_load_n(&e->found, __ATOMIC_ACQUIRE);
     if (p == ROUNDTRIM_CUDA_ABSENT)
         return NULL;
     roundtrim_dlsym_fn rdlsym = roundtrim_real_dlsym();
@@ -87,12 +88,13 @@ void *roundtrim_cuda_entry_resolve(enum roundtrim_cuda_entry_id id, const void *
         /* The loaded driver lacks it for good. A wrapped entry is asked again after roundtrim
          * next time: a later object may define it. */
         if (h && !wrapped)
-            atomic_compare_exchange_strong(&e->found, &expected, ROUNDTRIM_CUDA_ABSENT);
+            __atomic_compare_exchange_n(&e->found, &expected, ROUNDTRIM_CUDA_ABSENT, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         return NULL;
     }
-    atomic_compare_exchange_strong(&e->found, &expected, p);
+    __atomic_compare_exchange_n(&e->found, &expected, p, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     driver_hint_note(p);
-    p = atomic_load_explicit(&e->found, memory_order_acquire);
+    p = __atomic_load_n(&e->found, __ATOMIC_ACQUIRE);
     return p == ROUNDTRIM_CUDA_ABSENT ? NULL : p;
 }
 
@@ -100,5 +102,6 @@ void roundtrim_cuda_entry_answer(enum roundtrim_cuda_entry_id id, void *p)
 {
     void *expected = NULL;
     if (p)
-        atomic_compare_exchange_strong(&roundtrim_cuda_entries[id].answer, &expected, p);
+        __atomic_compare_exchange_n(&roundtrim_cuda_entries[id].answer, &expected, p, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }

@@ -9,7 +9,6 @@
 #ifndef ROUNDTRIM_RUNTIME_CUDA_DRIVER_H
 #define ROUNDTRIM_RUNTIME_CUDA_DRIVER_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include "runtime/cuda/types.h"
@@ -94,8 +93,8 @@ const char *roundtrim_cuda_entry_name(enum roundtrim_cuda_entry_id id);
  * entries only. found: what roundtrim's own lookup found, written once; ROUNDTRIM_CUDA_ABSENT
  * when the loaded driver does not have the entry (its exports never change). */
 struct roundtrim_cuda_entry {
-    _Atomic(void *) answer;
-    _Atomic(void *) found;
+    void *answer;
+    void *found;
 };
 #define ROUNDTRIM_CUDA_ABSENT ((void *)1)
 
@@ -114,10 +113,10 @@ void *roundtrim_cuda_entry_resolve(enum roundtrim_cuda_entry_id id, const void *
 static inline void *roundtrim_cuda_entry(enum roundtrim_cuda_entry_id id, const void *ours)
 {
     struct roundtrim_cuda_entry *e = &roundtrim_cuda_entries[id];
-    void *p = atomic_load_explicit(&e->answer, memory_order_acquire);
+    void *p = __atomic_load_n(&e->answer, __ATOMIC_ACQUIRE);
     if (p)
         return p;
-    p = atomic_load_explicit(&e->found, memory_order_acquire);
+    p = __atomic_load_n(&e->found, __ATOMIC_ACQUIRE);
     return (uintptr_t)p > (uintptr_t)ROUNDTRIM_CUDA_ABSENT ? p
                                                            : roundtrim_cuda_entry_resolve(id, ours);
 }
@@ -125,7 +124,7 @@ static inline void *roundtrim_cuda_entry(enum roundtrim_cuda_entry_id id, const 
 /* The same for an entry only roundtrim calls, which no lookup answers: one atomic load. */
 static inline void *roundtrim_cuda_entry_called(enum roundtrim_cuda_entry_id id)
 {
-    void *p = atomic_load_explicit(&roundtrim_cuda_entries[id].found, memory_order_acquire);
+    void *p = __atomic_load_n(&roundtrim_cuda_entries[id].found, __ATOMIC_ACQUIRE);
     return (uintptr_t)p > (uintptr_t)ROUNDTRIM_CUDA_ABSENT ? p
                                                            : roundtrim_cuda_entry_resolve(id, NULL);
 }

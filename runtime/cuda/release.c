@@ -5,12 +5,12 @@
 #endif
 #include "runtime/cuda/release.h"
 
+#include "runtime/core/settings.h"
+
 #include "runtime/cuda/account.h"
 #include "runtime/cuda/context.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/types.h"
-
-static const char *pool_trim_skipped; /* the worker's last trim: why it did not run */
 
 /* Capture errors (900..908): a synchronize refused because a capture runs. */
 static bool capture_error(CUresult rc)
@@ -72,27 +72,22 @@ static bool trim_device(int dev, bool host_pools, uint64_t *released, bool *stop
     return any;
 }
 
-bool roundtrim_cuda_pool_trim(uint64_t *released_bytes)
+const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes)
 {
     bool host_pools;
     *released_bytes = 0;
-    pool_trim_skipped = NULL;
     if (!roundtrim_cuda_seen())
-        return false;
+        return ROUNDTRIM_NOTHING_TO_DO;
     uint64_t work = roundtrim_cuda_devices_async() | roundtrim_cuda_pool_devices(&host_pools);
     /* Host pools are trimmed inside the first device context the program uses. */
     uint64_t mask = work | (host_pools ? roundtrim_cuda_devices_used() : 0);
     if (!work && !host_pools)
-        return false; /* no stream-ordered memory: nothing to trim, nothing worth saying */
+        return ROUNDTRIM_NOTHING_TO_DO; /* no stream-ordered memory */
     /* A synchronize during a capture would invalidate the program's graph. */
-    if (roundtrim_cuda_capture_active()) {
-        pool_trim_skipped = "cuda_capture";
-        return false;
-    }
-    if (!roundtrim_cuda_context_calls() || !ROUNDTRIM_CUDA_CALL(cuMemPoolTrimTo)) {
-        pool_trim_skipped = "no_driver_entry";
-        return false;
-    }
+    if (roundtrim_cuda_capture_active())
+        return "cuda_capture";
+    if (!roundtrim_cuda_context_calls() || !ROUNDTRIM_CUDA_CALL(cuMemPoolTrimTo))
+        return "no_driver_entry";
     CUcontext saved = roundtrim_cuda_current_context();
     bool any = false, stop = false, entered = false;
     /* Another thread may begin a capture at any moment: checked again right before every
@@ -110,14 +105,9 @@ bool roundtrim_cuda_pool_trim(uint64_t *released_bytes)
         roundtrim_cuda_primary_leave(dev, saved);
         stop = stop || roundtrim_cuda_capture_active();
     }
+    if (any)
+        return NULL;
     if (stop)
-        pool_trim_skipped = "cuda_capture";
-    else if (!entered)
-        pool_trim_skipped = "no_context";
-    return any;
-}
-
-const char *roundtrim_cuda_pool_trim_skipped(void)
-{
-    return pool_trim_skipped;
+        return "cuda_capture";
+    return entered ? ROUNDTRIM_NOTHING_TO_DO : "no_context";
 }

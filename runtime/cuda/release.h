@@ -8,9 +8,8 @@
 
 /* Trims to zero every stream-ordered pool the process used, each device's inside its primary
  * context: the default pools of devices that allocated stream-ordered memory, and the created
- * pools. Returns false when nothing was trimmed; roundtrim_cuda_pool_trim_skipped() then says
- * why when that is news ("cuda_capture", "no_context"), NULL when there was nothing to trim. */
-bool roundtrim_cuda_pool_trim(uint64_t *released_bytes);
-const char *roundtrim_cuda_pool_trim_skipped(void);
+ * pools. Returns NULL when it trimmed, else why not: "cuda_capture", "no_driver_entry",
+ * "no_context", or ROUNDTRIM_NOTHING_TO_DO (no stream-ordered memory). */
+const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes);
 
 #endif

@@ -115,10 +115,11 @@ static void cleanup(struct roundtrim_round_record *r)
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
         else
             r->torch_empty_cache_skipped = torch_skip_worth_saying(why);
-        if (roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes))
+        why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
+        if (!why)
             r->actions |= RT_ACT_CUDA_POOL_TRIM;
         else
-            r->cuda_pool_trim_skipped = roundtrim_cuda_pool_trim_skipped();
+            r->cuda_pool_trim_skipped = roundtrim_skip_news(why);
     }
     r->cleanup_us = roundtrim_now_us() - t0;
     cleanups++;
