@@ -26,7 +26,9 @@ $(BUILD)/tests/own_allocator: tests/programs/own_allocator.cpp
 # hooks in shim/ sit on top.
 LAYERS := policy runtime/core runtime/alloc runtime/threads runtime/cuda runtime/boundary \
           runtime/python runtime/sites runtime/output runtime/rounds runtime shim
-.PHONY: layers
+.PHONY: layers print-layers
+print-layers:
+	@echo $(LAYERS)
 layers:
 	@$(PYTHON) scripts/check-layers $(LAYERS)
 check: layers
