@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "policy/framework_hooks.h"
+#include "policy/hook_spec.h"
 #include "policy/round_record.h"
 #include "runtime/boundary/boundary.h"
 #include "runtime/python/api.h"
@@ -19,8 +20,8 @@
 enum entry_state { PENDING, ATTACHED, DROPPED, NOT_THIS_VERSION };
 
 struct entry {
-    struct roundtrim_py_hook_entry name;
-    char target[sizeof(struct roundtrim_py_hook_entry)]; /* "module:qualname", for records */
+    struct roundtrim_hook_name name;
+    char target[ROUNDTRIM_HOOK_TARGET_MAX]; /* "module:qualname", for records and warnings */
     const struct roundtrim_fw_hook *fw; /* the framework row, or NULL for a name the user gave */
     bool in_main; /* "__main__:...": the main program's own namespace, never "finished" */
     bool fw_seen; /* the framework's top-level package was imported */
@@ -32,9 +33,9 @@ struct entry {
 };
 
 /* The names a user gave, then the framework table's rows. */
-static struct entry entries[ROUNDTRIM_PY_HOOK_MAX + 32];
-static bool auto_hooks; /* the framework table is in use */
-static bool hooks_off;  /* ROUNDTRIM_PY_HOOK=none */
+static struct entry entries[ROUNDTRIM_HOOK_SPEC_MAX + 32];
+/* The start record's "py_hook_mode" (policy/hook_spec.h); NULL: nothing to say. */
+static const char *hook_mode;
 static size_t entry_count;
 static unsigned pending_count;
 static unsigned main_pending;
@@ -48,91 +49,10 @@ static bool busy;
  * when the outer one returns. */
 static __thread unsigned hook_depth;
 
-/* ---- spec parsing ------------------------------------------------------------------------ */
-
-static bool dotted_name(const char *s, size_t n)
-{
-    bool start = true;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        bool digit = c >= '0' && c <= '9';
-        if (c == '.') {
-            if (start)
-                return false;
-            start = true;
-        } else if (alpha || (digit && !start)) {
-            start = false;
-        } else {
-            return false;
-        }
-    }
-    return n > 0 && !start;
-}
-
-static void warn_entry(void (*warn)(const char *), const char *entry, size_t n, const char *why)
-{
-    if (!warn)
-        return;
-    char line[400];
-    snprintf(line, sizeof line, "ROUNDTRIM_PY_HOOK: ignoring \"%.*s\": %s",
-             (int)(n > 200 ? 200 : n), entry, why);
-    warn(line);
-}
-
-size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry *out, size_t max,
-                               bool *with_auto, void (*warn)(const char *line))
-{
-    size_t kept = 0;
-    const char *p = spec ? spec : "";
-    while (*p) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        const char *s = p;
-        p = end ? end + 1 : p + n;
-        while (n && (*s == ' ' || *s == '\t'))
-            s++, n--;
-        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-            n--;
-        if (!n)
-            continue; /* an empty item (",," or a trailing comma) says nothing */
-        if (n == 4 && memcmp(s, "auto", 4) == 0) {
-            if (with_auto)
-                *with_auto = true;
-            continue;
-        }
-        const char *colon = memchr(s, ':', n);
-        if (!colon) {
-            warn_entry(warn, s, n, "expected module:qualname");
-            continue;
-        }
-        size_t mn = (size_t)(colon - s), qn = n - mn - 1;
-        if (!dotted_name(s, mn) || !dotted_name(colon + 1, qn)) {
-            warn_entry(warn, s, n, "expected module:qualname (dotted Python names)");
-            continue;
-        }
-        if (mn >= sizeof out->module || qn >= sizeof out->qualname) {
-            warn_entry(warn, s, n, "name too long");
-            continue;
-        }
-        if (kept == max) {
-            warn_entry(warn, s, n, "too many entries");
-            continue;
-        }
-        memcpy(out[kept].module, s, mn);
-        out[kept].module[mn] = 0;
-        memcpy(out[kept].qualname, colon + 1, qn);
-        out[kept].qualname[qn] = 0;
-        kept++;
-    }
-    return kept;
-}
-
 static void warn_runtime(const struct entry *e, const char *why)
 {
     char line[400];
-    snprintf(line, sizeof line, "ROUNDTRIM_PY_HOOK: ignoring \"%s:%s\": %s", e->name.module,
-             e->name.qualname, why);
+    roundtrim_hook_spec_warning(line, sizeof line, e->target, strlen(e->target), why);
     roundtrim_warn(line);
 }
 
@@ -844,8 +764,9 @@ static int late_start(void *unused)
     return 0;
 }
 
-static void warn_line(const char *line)
+static void warn_line(void *ctx, const char *line)
 {
+    (void)ctx;
     roundtrim_warn(line);
 }
 
@@ -881,40 +802,29 @@ static void add_framework_rows(void)
     }
 }
 
-/* "none" (or "off"), alone, turns the round hooks off. */
-static bool spec_is_none(const char *spec)
+void roundtrim_py_hooks_init(const char *text)
 {
-    while (*spec == ' ' || *spec == '\t')
-        spec++;
-    size_t n = strlen(spec);
-    while (n && (spec[n - 1] == ' ' || spec[n - 1] == '\t'))
-        n--;
-    return (n == 4 && strncmp(spec, "none", 4) == 0) || (n == 3 && strncmp(spec, "off", 3) == 0);
-}
-
-void roundtrim_py_hooks_init(const char *spec)
-{
-    if (spec && spec_is_none(spec)) {
-        hooks_off = true;
+    struct roundtrim_hook_spec spec;
+    roundtrim_hook_spec_parse(text, &spec, warn_line, NULL);
+    if (spec.off) {
+        hook_mode = roundtrim_hook_spec_mode(&spec);
         return;
     }
-    struct roundtrim_py_hook_entry parsed[ROUNDTRIM_PY_HOOK_MAX];
-    bool with_auto = !spec || !*spec;
-    size_t n = roundtrim_py_hook_parse(spec, parsed, ROUNDTRIM_PY_HOOK_MAX, &with_auto, warn_line);
-    if (!n && !with_auto)
+    if (!spec.count && !spec.with_auto)
         return;
     if (!P.hooks) {
         /* The framework table alone stays quiet on an old Python: nobody asked for it. */
-        if (n)
+        if (spec.count)
             roundtrim_warn("ROUNDTRIM_PY_HOOK: this Python has no audit hooks (3.8 or later "
                            "needed); hooks off");
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        add_entry(parsed[i].module, parsed[i].qualname, NULL);
-    auto_hooks = with_auto;
-    if (with_auto)
+    for (size_t i = 0; i < spec.count; i++)
+        add_entry(spec.names[i].module, spec.names[i].qualname, NULL);
+    if (spec.with_auto)
         add_framework_rows();
+    if (entry_count)
+        hook_mode = roundtrim_hook_spec_mode(&spec);
     pending_count = (unsigned)entry_count;
     if (P.IsInitialized()) {
         if (P.AddPendingCall(late_start, NULL) != 0)
@@ -923,7 +833,7 @@ void roundtrim_py_hooks_init(const char *spec)
     }
     /* Allowed before Py_Initialize: the hook is kept in the runtime and sees the whole start. */
     if (roundtrim_py_audit_add_early(P.Sys_AddAuditHook, audit_hook) != 0) {
-        if (n)
+        if (spec.count)
             roundtrim_warn("ROUNDTRIM_PY_HOOK: the interpreter refused an audit hook; hooks off");
         return;
     }
@@ -934,14 +844,9 @@ void roundtrim_py_hooks_init(const char *spec)
 
 void roundtrim_py_hooks_start_json(struct roundtrim_json *j)
 {
-    if (!hooks_off && !entry_count)
+    if (!hook_mode)
         return;
-    bool named = entry_count && !entries[0].fw;
-    roundtrim_json_str(j, "py_hook_mode",
-                       hooks_off             ? "none"
-                       : auto_hooks && named ? "auto+names"
-                       : auto_hooks          ? "auto"
-                                             : "names");
+    roundtrim_json_str(j, "py_hook_mode", hook_mode);
     roundtrim_json_array_begin(j, "py_hooks");
     for (size_t i = 0; i < entry_count; i++)
         roundtrim_json_array_str(j, entries[i].target);

@@ -1,6 +1,6 @@
 /* Round hooks for unmodified Python programs: the round functions of the FL framework a process
  * imports (policy/framework_hooks.h; ROUNDTRIM_PY_HOOK unset or "auto"), and/or the functions
- * ROUNDTRIM_PY_HOOK="module:qualname[,...]" names.
+ * ROUNDTRIM_PY_HOOK="module:qualname[,...]" names (policy/hook_spec.h).
  *
  * Every return (normal or by exception) from a hooked function is a round boundary. The function
  * object is left alone; the name that the spec gives (the module's attribute, or the class's
@@ -16,29 +16,11 @@
 #ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
 #define ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-/* Names a user may give; the framework table (policy/framework_hooks.h) comes on top. */
-#define ROUNDTRIM_PY_HOOK_MAX 16
-
 struct roundtrim_json;
-
-/* One parsed spec entry. */
-struct roundtrim_py_hook_entry {
-    char module[128];
-    char qualname[128];
-};
-
-/* Parses a spec into at most max entries. The item "auto" sets *with_auto (when not NULL). Bad
- * entries are skipped, each with one warning line naming ROUNDTRIM_PY_HOOK and the entry (warn
- * may be NULL). Returns the number kept. Pure. */
-size_t roundtrim_py_hook_parse(const char *spec, struct roundtrim_py_hook_entry *out, size_t max,
-                               bool *with_auto, void (*warn)(const char *line));
 
 /* Installs the hooks for a spec (from the constructor; the interpreter may not exist yet):
  * NULL, "" or "auto": the framework table; "none" or "off": nothing; names: only those names;
- * names and "auto": both. */
+ * names and "auto": both. Bad entries get one warning line each (policy/hook_spec.h). */
 void roundtrim_py_hooks_init(const char *spec);
 
 /* The start record's "py_hook_mode" and "py_hooks" (the hooks armed: they attach when their
