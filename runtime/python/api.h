@@ -134,6 +134,36 @@ struct roundtrim_py_api {
 
 extern struct roundtrim_py_api roundtrim_py;
 
+/* o with one reference more: a borrowed object handed out as a new reference. */
+static inline py_object *roundtrim_py_new_ref(py_object *o)
+{
+    roundtrim_py.IncRef(o);
+    return o;
+}
+
+/* isinstance(o, type); an error (left set) reads as false. */
+static inline bool roundtrim_py_is_instance(py_object *o, py_object *type)
+{
+    return roundtrim_py.Object_IsInstance(o, type) == 1;
+}
+
+/* The exception being raised, put aside while roundtrim runs Python code of its own (GIL held). */
+struct roundtrim_py_err {
+    py_object *type, *value, *tb;
+};
+
+static inline void roundtrim_py_err_save(struct roundtrim_py_err *e)
+{
+    roundtrim_py.Err_Fetch(&e->type, &e->value, &e->tb);
+}
+
+/* Drops whatever roundtrim's own code raised and puts the saved exception back. */
+static inline void roundtrim_py_err_restore(struct roundtrim_py_err *e)
+{
+    roundtrim_py.Err_Clear();
+    roundtrim_py.Err_Restore(e->type, e->value, e->tb);
+}
+
 /* Looks the API up (again, when it was not found before: an embedder may load libpython late).
  * Returns roundtrim_py.found. Cheap once found. */
 bool roundtrim_py_resolve(void);

@@ -12,7 +12,13 @@
  * When: a C audit hook, added before the interpreter starts, watches each module body run
  * ("exec") and binds the proxy the moment the body of the named module has finished, before
  * the import returns to anyone: `from module import name` made later gets the proxy too.
- * Modules imported before the main program starts are handled the same way. */
+ * Modules imported before the main program starts are handled the same way.
+ *
+ * The parts, one job each, all in runtime/python/: hook.c (this start), hook_table.h (the hooks
+ * armed and their states), hook_audit.h (when: the audit hook and the end of module bodies),
+ * hook_bind.h (where: finding the name and binding the proxy), hook_proxy.h (the proxy type),
+ * hook_call.h (what a call means: tests, marks, nesting, the boundary) and hook_record.c (the
+ * records below). */
 #ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
 #define ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
 

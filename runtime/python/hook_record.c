@@ -1,0 +1,65 @@
+/* The hooks' part of the start and exit records (runtime/python/hook.h), from the table alone
+ * (runtime/python/hook_table.h): no Python state is read, so the exit record can be written with
+ * the interpreter gone or the GIL held by someone else. */
+#include <stddef.h>
+
+#include "policy/round_record.h"
+#include "runtime/python/hook.h"
+#include "runtime/python/hook_table.h"
+
+#define HOOKS roundtrim_py_hook_table
+
+void roundtrim_py_hooks_start_json(struct roundtrim_json *j)
+{
+    if (!HOOKS.mode)
+        return;
+    roundtrim_json_str(j, "py_hook_mode", HOOKS.mode);
+    roundtrim_json_array_begin(j, "py_hooks");
+    for (size_t i = 0; i < HOOKS.count; i++)
+        roundtrim_json_array_str(j, HOOKS.entry[i].target);
+    roundtrim_json_array_end(j);
+}
+
+/* Whether an entry belongs in the exit record: every name the user gave; a framework row when
+ * the process imported that framework and the row is for its version. */
+static bool reported(const struct roundtrim_py_hook *e)
+{
+    return !e->fw || (e->fw_seen && e->state != RT_HOOK_NOT_THIS_VERSION);
+}
+
+/* The exit record's lists, one per outcome. */
+enum outcome { ATTACHED, NOT_IMPORTED, MISSING };
+
+/* Attached; the module never imported; or imported, but the name is not there (or not a
+ * function). A name of the main program that never appeared is of the last kind. */
+static enum outcome outcome_of(const struct roundtrim_py_hook *e)
+{
+    if (e->state == RT_HOOK_ATTACHED)
+        return ATTACHED;
+    if (e->state == RT_HOOK_DROPPED || (e->state == RT_HOOK_PENDING && e->in_main))
+        return MISSING;
+    return NOT_IMPORTED;
+}
+
+static void exit_list(struct roundtrim_json *j, const char *key, enum outcome which)
+{
+    roundtrim_json_array_begin(j, key);
+    for (size_t i = 0; i < HOOKS.count; i++) {
+        const struct roundtrim_py_hook *e = &HOOKS.entry[i];
+        if (reported(e) && outcome_of(e) == which)
+            roundtrim_json_array_str(j, e->target);
+    }
+    roundtrim_json_array_end(j);
+}
+
+void roundtrim_py_hooks_exit_json(struct roundtrim_json *j)
+{
+    bool any = false;
+    for (size_t i = 0; i < HOOKS.count && !any; i++)
+        any = reported(&HOOKS.entry[i]);
+    if (!any)
+        return;
+    exit_list(j, "hooks_attached", ATTACHED);
+    exit_list(j, "hooks_not_imported", NOT_IMPORTED);
+    exit_list(j, "hooks_missing", MISSING);
+}
