@@ -19,6 +19,20 @@ static inline double roundtrim_wall_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The CLOCK_MONOTONIC time ms milliseconds from now: a deadline for timed waits. */
+static inline struct timespec roundtrim_deadline_ms(uint64_t ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 /* Sleeps for us microseconds (less when a signal interrupts it): for bounded waits that poll. */
 static inline void roundtrim_sleep_us(uint64_t us)
 {

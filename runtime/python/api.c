@@ -113,6 +113,12 @@ static void parse_version(const char *v, int *major, int *minor)
     *minor = *end == '.' ? (int)strtol(end + 1, NULL, 10) : 0;
 }
 
+py_object *roundtrim_py_sys_module(const char *name)
+{
+    py_object *modules = roundtrim_py.Sys_GetObject("modules");
+    return modules ? roundtrim_py.Dict_GetItemString(modules, name) : NULL;
+}
+
 bool roundtrim_py_resolve(void)
 {
     if (roundtrim_py.found)

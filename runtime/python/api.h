@@ -164,6 +164,10 @@ static inline void roundtrim_py_err_restore(struct roundtrim_py_err *e)
     roundtrim_py.Err_Restore(e->type, e->value, e->tb);
 }
 
+/* What sys.modules holds under name (borrowed), or NULL: the program's own modules, read only,
+ * never an import. Call with the GIL held. */
+py_object *roundtrim_py_sys_module(const char *name);
+
 /* Looks the API up (again, when it was not found before: an embedder may load libpython late).
  * Returns roundtrim_py.found. Cheap once found. */
 bool roundtrim_py_resolve(void);

@@ -25,8 +25,7 @@ static unsigned job_wait_ms(void)
  * which the program imported itself to disable gc. Borrowed module, no import. */
 static py_ssize collect_disabled_pre310(void)
 {
-    py_object *modules = P.Sys_GetObject("modules");
-    py_object *gc = modules ? P.Dict_GetItemString(modules, "gc") : NULL;
+    py_object *gc = roundtrim_py_sys_module("gc");
     py_object *fn = gc && P.Long_AsLong ? P.Object_GetAttrString(gc, "collect") : NULL;
     py_object *n = fn ? P.Object_CallObject(fn, NULL) : NULL;
     py_ssize count = n ? (py_ssize)P.Long_AsLong(n) : -1;
@@ -76,10 +75,9 @@ static py_object *call_torch_cuda(py_object *cuda, const char *name)
 
 static const char *torch_job_run(struct roundtrim_py_result *out)
 {
-    py_object *modules = P.Sys_GetObject("modules");
     /* Read only: the program's own modules, never an import. */
-    py_object *torch = modules ? P.Dict_GetItemString(modules, "torch") : NULL;
-    py_object *cuda = torch ? P.Dict_GetItemString(modules, "torch.cuda") : NULL;
+    py_object *torch = roundtrim_py_sys_module("torch");
+    py_object *cuda = torch ? roundtrim_py_sys_module("torch.cuda") : NULL;
     if (!cuda)
         return "no_torch";
     /* is_initialized() never initializes CUDA, and is false in a child forked after CUDA

@@ -46,17 +46,6 @@ static void init_conds(void)
     conds_ready = true;
 }
 
-static void deadline_in(struct timespec *t, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Called by threading._shutdown(), on the main thread holding the GIL, before the interpreter
  * starts finalizing. A job running then could lose the GIL inside an extension's deallocator
  * (PyTorch releases it there) and find the interpreter finalizing when it takes it back:
@@ -73,8 +62,7 @@ static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
     pthread_mutex_unlock(&lock);
     if (busy) {
         void *tstate = roundtrim_py.Eval_SaveThread();
-        struct timespec dl;
-        deadline_in(&dl, 10000);
+        struct timespec dl = roundtrim_deadline_ms(10000);
         pthread_mutex_lock(&lock);
         while ((state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN) &&
                pthread_cond_timedwait(&to_caller, &lock, &dl) != ETIMEDOUT)
@@ -96,8 +84,7 @@ static void add_shutdown_hook(void)
 {
     if (shutdown_hook_added || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
         return;
-    py_object *modules = roundtrim_py.Sys_GetObject("modules"); /* borrowed */
-    py_object *threading = modules ? roundtrim_py.Dict_GetItemString(modules, "threading") : NULL;
+    py_object *threading = roundtrim_py_sys_module("threading"); /* borrowed */
     if (!threading)
         return;
     py_object *reg = roundtrim_py.Object_GetAttrString(threading, "_register_atexit");
@@ -193,8 +180,7 @@ static bool start_helper(void)
  * starts to exit); false when it did not leave. */
 static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
 {
-    struct timespec dl;
-    deadline_in(&dl, ms);
+    struct timespec dl = roundtrim_deadline_ms(ms);
     while (state == from && !(until_exit && (exiting || exec_begun))) {
         if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
             break;
@@ -205,8 +191,7 @@ static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
 /* Waits until the helper has ended (helper_started false) or the deadline passes. */
 static bool wait_leave_started(unsigned ms)
 {
-    struct timespec dl;
-    deadline_in(&dl, ms);
+    struct timespec dl = roundtrim_deadline_ms(ms);
     while (helper_started) {
         if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
             return !helper_started;

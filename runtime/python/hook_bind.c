@@ -12,8 +12,7 @@
 
 py_object *roundtrim_py_loaded_module(const char *name)
 {
-    py_object *modules = P.Sys_GetObject("modules");
-    py_object *m = modules ? P.Dict_GetItemString(modules, name) : NULL;
+    py_object *m = roundtrim_py_sys_module(name);
     return m && roundtrim_py_is_instance(m, P.Module_Type) ? m : NULL;
 }
 

@@ -16,8 +16,7 @@ static bool baseline_taken; /* read and written with the GIL held */
 /* gc.get_stats()[2]["collections"], when the program imported gc; -1 otherwise. */
 static long full_collections(void)
 {
-    py_object *modules = P.Sys_GetObject("modules");
-    py_object *gc = modules ? P.Dict_GetItemString(modules, "gc") : NULL;
+    py_object *gc = roundtrim_py_sys_module("gc");
     if (!gc || !P.Sequence_GetItem)
         return -1;
     py_object *fn = P.Object_GetAttrString(gc, "get_stats");

@@ -43,16 +43,6 @@ void roundtrim_worker_wake(void)
         sem_post(&wake); /* async-signal-safe */
 }
 
-static void add_ms(struct timespec *t, uint64_t ms)
-{
-    t->tv_sec += (time_t)(ms / 1000);
-    t->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
-}
-
 bool roundtrim_worker_leave(void)
 {
     int running = WORKER_RUNNING;
@@ -68,8 +58,7 @@ static void *worker_main(void *arg)
     on_worker = true;
     __atomic_store_n(&worker_tid, gettid(), __ATOMIC_RELEASE);
     roundtrim_thread_mark_internal();
-    struct timespec next_wake;
-    clock_gettime(CLOCK_MONOTONIC, &next_wake);
+    struct timespec next_wake = roundtrim_deadline_ms(0);
     uint64_t period = 0;
     bool timed_out = false;
     for (;;) {
@@ -85,8 +74,7 @@ static void *worker_main(void *arg)
         /* The period may change between wakes: look again each time. */
         if (want != period || timed_out) {
             period = want;
-            clock_gettime(CLOCK_MONOTONIC, &next_wake);
-            add_ms(&next_wake, period);
+            next_wake = roundtrim_deadline_ms(period);
         }
         timed_out = false;
         if (period == 0) {
