@@ -1,5 +1,6 @@
 #include "runtime/boundary/queue.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* A bounded queue of snapshots, many producers (any thread, signal handlers included) and one
@@ -15,6 +16,17 @@
 #endif
 #define QUEUE_CELLS ROUNDTRIM_BOUNDARY_QUEUE_CELLS
 _Static_assert((QUEUE_CELLS & (QUEUE_CELLS - 1)) == 0, "the queue's cells are a power of two");
+
+/* Places where a thread may be interrupted or preempted between two steps, and another thread (or
+ * a signal handler on the same one) come between. The tests build them as calls to a function of
+ * their own, which runs a boundary or a take there, or yields to make the window wide
+ * (tests/unit/check_boundary_queue.c, stress_boundary_queue.c); elsewhere they are nothing. */
+#ifdef ROUNDTRIM_BOUNDARY_QUEUE_TEST
+void roundtrim_boundary_queue_window(const char *where);
+#define WINDOW(where) roundtrim_boundary_queue_window(where)
+#else
+#define WINDOW(where) ((void)0)
+#endif
 
 /* A cell's sequence is stored less its index, so that zeroed memory is the empty queue: nothing
  * to initialise before the first signal can arrive. */
@@ -33,14 +45,45 @@ static struct {
     struct roundtrim_boundary_snap snap;
 } overflow;
 
+/* The kept snapshot is copied a word at a time, with release stores and acquire loads: a reader
+ * may copy it while a writer changes it (and then throws its copy away), which plain copies would
+ * make a data race; and a reader that sees any word of a later write also sees the odd sequence
+ * that write began with, so the check that follows the copy fails. */
+typedef uint64_t __attribute__((may_alias)) snap_word;
+#define SNAP_WORDS (sizeof(struct roundtrim_boundary_snap) / sizeof(snap_word))
+_Static_assert(sizeof(struct roundtrim_boundary_snap) % sizeof(snap_word) == 0,
+               "a snapshot is whole words");
+
+static void snap_store(struct roundtrim_boundary_snap *dst,
+                       const struct roundtrim_boundary_snap *src)
+{
+    snap_word *d = (snap_word *)dst;
+    const snap_word *s = (const snap_word *)src;
+    for (size_t i = 0; i < SNAP_WORDS; i++)
+        __atomic_store_n(&d[i], s[i], __ATOMIC_RELEASE);
+}
+
+static void snap_load(struct roundtrim_boundary_snap *dst,
+                      const struct roundtrim_boundary_snap *src)
+{
+    snap_word *d = (snap_word *)dst;
+    const snap_word *s = (const snap_word *)src;
+    for (size_t i = 0; i < SNAP_WORDS; i++) {
+        if (i == SNAP_WORDS / 2)
+            WINDOW("copying"); /* a writer may come between the halves */
+        d[i] = __atomic_load_n(&s[i], __ATOMIC_ACQUIRE);
+    }
+}
+
 static void overflow_keep(const struct roundtrim_boundary_snap *snap, uint64_t drop_no)
 {
     uint64_t s = __atomic_load_n(&overflow.seq, __ATOMIC_RELAXED);
     if ((s & 1) || !__atomic_compare_exchange_n(&overflow.seq, &s, s + 1, false, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_RELAXED))
         return;
-    if (drop_no > overflow.drop_no) {
-        overflow.snap = *snap;
+    WINDOW("keeping"); /* another boundary dropped now finds the slot being written */
+    if (drop_no > __atomic_load_n(&overflow.drop_no, __ATOMIC_RELAXED)) {
+        snap_store(&overflow.snap, snap);
         __atomic_store_n(&overflow.drop_no, drop_no, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&overflow.seq, s + 2, __ATOMIC_RELEASE);
@@ -52,9 +95,9 @@ static bool overflow_read(struct roundtrim_boundary_snap *out, uint64_t *drop_no
     uint64_t s = __atomic_load_n(&overflow.seq, __ATOMIC_ACQUIRE);
     if (s & 1)
         return false;
-    *out = overflow.snap;
-    *drop_no = __atomic_load_n(&overflow.drop_no, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    snap_load(out, &overflow.snap);
+    *drop_no = __atomic_load_n(&overflow.drop_no, __ATOMIC_ACQUIRE);
+    WINDOW("copied"); /* a writer may begin, or end, meanwhile */
     return __atomic_load_n(&overflow.seq, __ATOMIC_RELAXED) == s;
 }
 
@@ -85,6 +128,7 @@ static bool enqueue(const struct roundtrim_boundary_snap *snap)
             pos = __atomic_load_n(&tail, __ATOMIC_RELAXED);
         }
     }
+    WINDOW("claimed"); /* claimed, not yet published */
     c->snap = *snap;
     cell_publish(c, pos + 1);
     return true;
@@ -97,17 +141,20 @@ void roundtrim_boundary_queue_put(struct roundtrim_boundary_snap *snap)
         overflow_keep(snap, __atomic_add_fetch(&dropped, 1, __ATOMIC_ACQ_REL));
 }
 
-/* The kept boundary, when it comes before the next queued one (or the queue is empty). */
+/* The kept boundary, when it comes before the next queued one (or the queue is empty). The
+ * order is decided on the copy read: a writer may have replaced the boundary since drop_no was
+ * first looked at, with one later than the next queued boundary. */
 static bool take_kept(bool queued, const struct cell *c, uint64_t pos,
                       struct roundtrim_boundary_snap *out, uint64_t *merged)
 {
-    uint64_t kept = __atomic_load_n(&overflow.drop_no, __ATOMIC_ACQUIRE), no;
-    if (kept <= dropped_taken)
+    uint64_t no;
+    if (__atomic_load_n(&overflow.drop_no, __ATOMIC_ACQUIRE) <= dropped_taken)
         return false;
-    if (queued ? c->snap.dropped_before < kept : __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != pos)
-        return false; /* later than the next queued boundary, or one is still being queued */
+    WINDOW("kept_seen"); /* a later drop may replace the kept boundary meanwhile */
     if (!overflow_read(out, &no) || no <= dropped_taken)
         return false;
+    if (queued ? c->snap.dropped_before < no : __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != pos)
+        return false; /* later than the next queued boundary, or one is still being queued */
     *merged = no - dropped_taken - 1;
     __atomic_store_n(&dropped_taken, no, __ATOMIC_RELEASE);
     return true;
