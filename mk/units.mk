@@ -1,0 +1,16 @@
+# Unit suites of the runtime's lock-free structures, and their concurrent stresses: each links the
+# runtime files under test and test-owned stubs of what they call (tests/unit/stubs_*.c) instead
+# of the policy sources, by UNIT_LINK_<suite> (the Makefile's unit rule, mk/tsan.mk's);
+# UNIT_CFLAGS_<suite> adds flags. `make unit` runs the check_ suites under AddressSanitizer and
+# UBSan with the policy suites; `make tsan` runs them all under ThreadSanitizer (TSAN_SUITES).
+
+# The boundary queue and boundary.c. The stress builds the queue with 4 cells, so that producers
+# find it full all the time; the queue's suites open its test windows (queue.c's WINDOW).
+UNIT_LINK_check_boundary          := runtime/boundary/boundary.c runtime/boundary/queue.c \
+                                     tests/unit/stubs_boundary.c
+UNIT_LINK_check_boundary_queue    := runtime/boundary/queue.c
+UNIT_CFLAGS_check_boundary_queue  := -DROUNDTRIM_BOUNDARY_QUEUE_TEST
+UNIT_LINK_stress_boundary_queue   := runtime/boundary/queue.c
+UNIT_CFLAGS_stress_boundary_queue := -DROUNDTRIM_BOUNDARY_QUEUE_CELLS=4u \
+                                     -DROUNDTRIM_BOUNDARY_QUEUE_TEST
+TSAN_SUITES += check_boundary check_boundary_queue stress_boundary_queue
