@@ -14,3 +14,11 @@ UNIT_LINK_stress_boundary_queue   := runtime/boundary/queue.c
 UNIT_CFLAGS_stress_boundary_queue := -DROUNDTRIM_BOUNDARY_QUEUE_CELLS=4u \
                                      -DROUNDTRIM_BOUNDARY_QUEUE_TEST
 TSAN_SUITES += check_boundary check_boundary_queue stress_boundary_queue
+
+# The sample table. Its unit suite opens the scan's test window; the stress builds a table of
+# 1024 slots, quicker to scan.
+UNIT_LINK_check_sample_table    := runtime/sites/sample_table.c runtime/core/pages.c
+UNIT_CFLAGS_check_sample_table  := -DROUNDTRIM_SAMPLE_TABLE_TEST
+UNIT_LINK_stress_sample_table   := $(UNIT_LINK_check_sample_table)
+UNIT_CFLAGS_stress_sample_table := -DROUNDTRIM_SAMPLE_TABLE_BITS=10
+TSAN_SUITES += check_sample_table stress_sample_table
