@@ -22,3 +22,9 @@ UNIT_CFLAGS_check_sample_table  := -DROUNDTRIM_SAMPLE_TABLE_TEST
 UNIT_LINK_stress_sample_table   := $(UNIT_LINK_check_sample_table)
 UNIT_CFLAGS_stress_sample_table := -DROUNDTRIM_SAMPLE_TABLE_BITS=10
 TSAN_SUITES += check_sample_table stress_sample_table
+
+# The site table and its code names.
+UNIT_LINK_check_site_table  := runtime/sites/site_table.c runtime/core/pages.c \
+                               tests/unit/stubs_site_table.c
+UNIT_LINK_stress_site_table := $(UNIT_LINK_check_site_table)
+TSAN_SUITES += check_site_table stress_site_table
