@@ -28,3 +28,9 @@ UNIT_LINK_check_site_table  := runtime/sites/site_table.c runtime/core/pages.c \
                                tests/unit/stubs_site_table.c
 UNIT_LINK_stress_site_table := $(UNIT_LINK_check_site_table)
 TSAN_SUITES += check_site_table stress_site_table
+
+# The per-thread counter blocks.
+UNIT_LINK_check_thread_counters  := runtime/alloc/thread_counters.c runtime/core/pages.c \
+                                    tests/unit/stubs_thread_counters.c
+UNIT_LINK_stress_thread_counters := $(UNIT_LINK_check_thread_counters)
+TSAN_SUITES += check_thread_counters stress_thread_counters
