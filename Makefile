@@ -59,10 +59,17 @@ $(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h $(wildcard tests/progra
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl -lm
 
-# Unit suites run the pure policy code under AddressSanitizer and UBSan.
-$(BUILD)/unit/%: tests/unit/%.c $(POLICY_SRCS) $(wildcard policy/*.h tests/unit/*.h)
+# Unit suites run under AddressSanitizer and UBSan. A suite links the pure policy code or, where
+# UNIT_LINK_<suite> names them (mk/units.mk), the runtime files under test and test-owned stubs
+# of what they call; UNIT_CFLAGS_<suite> adds flags. Both are read when the rule is used
+# (secondary expansion): any fragment may set them.
+unit_link = $(or $(UNIT_LINK_$(1)),$(POLICY_SRCS))
+.SECONDEXPANSION:
+$(BUILD)/unit/%: tests/unit/%.c $$(call unit_link,$$*) \
+                 $$(if $$(UNIT_LINK_$$*),$(HEADERS),$(wildcard policy/*.h)) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -I. $(CHECK_CFLAGS) $< $(POLICY_SRCS) -o $@ $(CHECK_LIBS)
+	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -pthread -I. $(CHECK_CFLAGS) $(UNIT_CFLAGS_$*) $< \
+	    $(call unit_link,$*) -o $@ $(CHECK_LIBS)
 
 deps:
 	@scripts/install-deps

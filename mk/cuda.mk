@@ -36,31 +36,10 @@ cuda-check-toolkit:
 
 # The CUDA block map's unit suite (tests/unit/check_cuda_map.c): the map alone, and many threads
 # through the accounting's locked API, so it links runtime/cuda/block_map.c and account.c with a
-# stub of the one setting the accounting reads, instead of the policy sources the Makefile's rule
-# links, and with --wrap=mmap (its test of a map out of memory). `make unit` builds it with this
-# rule (AddressSanitizer and UBSan).
+# stub of the one setting the accounting reads, instead of the policy sources, and with
+# --wrap=mmap (its test of a map out of memory). `make unit` builds it with the Makefile's unit
+# rule (AddressSanitizer and UBSan), `make tsan` with mk/tsan.mk's (ThreadSanitizer: its
+# concurrent stress above all).
 UNIT_LINK_check_cuda_map   := runtime/core/pages.c runtime/cuda/block_map.c runtime/cuda/account.c tests/unit/stubs_cuda.c
 UNIT_CFLAGS_check_cuda_map := -Wl,--wrap=mmap
-
-$(BUILD)/unit/check_cuda_map: tests/unit/check_cuda_map.c $(UNIT_LINK_check_cuda_map) \
-                              $(HEADERS) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -pthread -I. $(CHECK_CFLAGS) \
-	    $(UNIT_CFLAGS_check_cuda_map) $< $(UNIT_LINK_check_cuda_map) -o $@ $(CHECK_LIBS)
-
-# ---- ThreadSanitizer: the same suite, its concurrent stress above all (make cuda-tsan) ----
-# To fold into mk/tsan.mk once it lands: `TSAN_SUITES += check_cuda_map` stays, the rule and the
-# cuda-tsan target below go (tsan.mk's $(BUILD)/tsan/% rule builds tests/unit/NAME.c with
-# $(UNIT_LINK_NAME) and $(UNIT_CFLAGS_NAME) the same way).
 TSAN_SUITES += check_cuda_map
-CUDA_TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
-
-$(BUILD)/tsan/check_cuda_map: tests/unit/check_cuda_map.c $(UNIT_LINK_check_cuda_map) \
-                              $(HEADERS) $(wildcard tests/unit/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O1 $(CUDA_TSAN_FLAGS) -pthread -I. $(CHECK_CFLAGS) \
-	    $(UNIT_CFLAGS_check_cuda_map) $< $(UNIT_LINK_check_cuda_map) -o $@ $(CHECK_LIBS)
-
-.PHONY: cuda-tsan
-cuda-tsan: deps $(BUILD)/tsan/check_cuda_map
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" $(BUILD)/tsan/check_cuda_map

@@ -255,7 +255,9 @@ void roundtrim_counters_fork_parent(void)
  * jemalloc's figures at the fork, which the child inherits). */
 void roundtrim_counters_fork_child(void)
 {
-    pthread_mutex_init(&registry_lock, NULL);
+    /* Held since fork_prepare, by this very thread: unlocked, as in the parent (initialising a
+     * mutex that is locked is undefined; ThreadSanitizer sees the next lock as a double lock). */
+    pthread_mutex_unlock(&registry_lock);
     struct roundtrim_thread_counters *mine = roundtrim_tls_block;
     free_blocks = NULL;
     for (struct block *b = all_blocks; b; b = b->all_next) {

@@ -1,6 +1,5 @@
 #include "runtime/boundary/boundary.h"
 
-#include <string.h>
 #include <time.h>
 
 #include "runtime/core/clock.h"
@@ -21,132 +20,7 @@ const char *roundtrim_source_name(enum roundtrim_source src)
     return (unsigned)src < ROUNDTRIM_SRC_COUNT ? source_names[src] : "unknown";
 }
 
-/* A bounded queue of snapshots, many producers (any thread, signal handlers included) and one
- * consumer. Each cell carries a sequence number: a producer claims a position with one CAS on
- * the tail, fills the cell and publishes it by storing the sequence; nothing ever waits, so a
- * handler that interrupts a producer on its own thread simply takes the next cell. When the
- * queue is full the boundary is counted (`dropped`) and kept in one more slot, `overflow`, which
- * holds the latest such boundary: once the queue drains, the worker records it as one round that
- * says how many it merged. A dropped boundary whose snapshot was overwritten is merged into the
- * next record, queued or kept. */
-#define QUEUE_CELLS 256u /* power of two */
-
-/* A cell's sequence is stored less its index, so that zeroed memory is the empty queue: nothing
- * to initialise before the first signal can arrive. */
-static struct cell {
-    uint64_t seq_less_index;
-    struct roundtrim_boundary_snap snap;
-} cells[QUEUE_CELLS];
-static uint64_t tail, head; /* head: moved by the consumer only */
-static uint64_t dropped, seen, dropped_taken;
-
-/* A seqlock with one writer at a time: a writer that finds another one writing (a handler that
- * interrupted it, or another thread) leaves its boundary to the next record. */
-static struct {
-    uint64_t seq;     /* odd while written */
-    uint64_t drop_no; /* the count of dropped boundaries up to the one kept */
-    struct roundtrim_boundary_snap snap;
-} overflow;
-
-static void overflow_keep(const struct roundtrim_boundary_snap *snap, uint64_t drop_no)
-{
-    uint64_t s = __atomic_load_n(&overflow.seq, __ATOMIC_RELAXED);
-    if ((s & 1) || !__atomic_compare_exchange_n(&overflow.seq, &s, s + 1, false, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_RELAXED))
-        return;
-    if (drop_no > overflow.drop_no) {
-        overflow.snap = *snap;
-        __atomic_store_n(&overflow.drop_no, drop_no, __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&overflow.seq, s + 2, __ATOMIC_RELEASE);
-}
-
-/* A consistent copy of the kept boundary; false while a writer is at it. */
-static bool overflow_read(struct roundtrim_boundary_snap *out, uint64_t *drop_no)
-{
-    uint64_t s = __atomic_load_n(&overflow.seq, __ATOMIC_ACQUIRE);
-    if (s & 1)
-        return false;
-    *out = overflow.snap;
-    *drop_no = __atomic_load_n(&overflow.drop_no, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&overflow.seq, __ATOMIC_RELAXED) == s;
-}
-
-static uint64_t cell_seq(const struct cell *c)
-{
-    return __atomic_load_n(&c->seq_less_index, __ATOMIC_ACQUIRE) + (uint64_t)(c - cells);
-}
-
-static void cell_publish(struct cell *c, uint64_t seq)
-{
-    __atomic_store_n(&c->seq_less_index, seq - (uint64_t)(c - cells), __ATOMIC_RELEASE);
-}
-
-static bool enqueue(const struct roundtrim_boundary_snap *snap)
-{
-    uint64_t pos = __atomic_load_n(&tail, __ATOMIC_RELAXED);
-    struct cell *c;
-    for (;;) {
-        c = &cells[pos & (QUEUE_CELLS - 1)];
-        int64_t dif = (int64_t)(cell_seq(c) - pos);
-        if (dif == 0) {
-            if (__atomic_compare_exchange_n(&tail, &pos, pos + 1, true, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED))
-                break;
-        } else if (dif < 0) {
-            return false; /* full */
-        } else {
-            pos = __atomic_load_n(&tail, __ATOMIC_RELAXED);
-        }
-    }
-    c->snap = *snap;
-    cell_publish(c, pos + 1);
-    return true;
-}
-
-/* The kept boundary, when it comes before the next queued one (or the queue is empty). */
-static bool take_kept(bool queued, const struct cell *c, uint64_t pos,
-                      struct roundtrim_boundary_snap *out, uint64_t *merged)
-{
-    uint64_t kept = __atomic_load_n(&overflow.drop_no, __ATOMIC_ACQUIRE), no;
-    if (kept <= dropped_taken)
-        return false;
-    if (queued ? c->snap.dropped_before < kept : __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != pos)
-        return false; /* later than the next queued boundary, or one is still being queued */
-    if (!overflow_read(out, &no) || no <= dropped_taken)
-        return false;
-    *merged = no - dropped_taken - 1;
-    __atomic_store_n(&dropped_taken, no, __ATOMIC_RELEASE);
-    return true;
-}
-
-bool roundtrim_boundary_take(struct roundtrim_boundary_snap *out, uint64_t *merged)
-{
-    uint64_t pos = __atomic_load_n(&head, __ATOMIC_RELAXED);
-    struct cell *c = &cells[pos & (QUEUE_CELLS - 1)];
-    bool queued = cell_seq(c) == pos + 1; /* else empty, or the producer has not published it */
-    if (take_kept(queued, c, pos, out, merged))
-        return true;
-    if (!queued)
-        return false;
-    *out = c->snap;
-    cell_publish(c, pos + QUEUE_CELLS);
-    __atomic_store_n(&head, pos + 1, __ATOMIC_RELEASE);
-    *merged = 0;
-    if (out->dropped_before > dropped_taken) {
-        *merged = out->dropped_before - dropped_taken;
-        __atomic_store_n(&dropped_taken, out->dropped_before, __ATOMIC_RELEASE);
-    }
-    return true;
-}
-
-bool roundtrim_boundary_pending(void)
-{
-    return __atomic_load_n(&tail, __ATOMIC_ACQUIRE) != __atomic_load_n(&head, __ATOMIC_ACQUIRE) ||
-           __atomic_load_n(&overflow.drop_no, __ATOMIC_ACQUIRE) >
-               __atomic_load_n(&dropped_taken, __ATOMIC_ACQUIRE);
-}
+static uint64_t seen;
 
 uint64_t roundtrim_boundaries_seen(void)
 {
@@ -164,9 +38,7 @@ static void capture(enum roundtrim_source src, const char *label)
     snap.wall_s = roundtrim_wall_seconds(); /* clock_gettime: async-signal-safe */
     roundtrim_counters_total(&snap.traffic);
     roundtrim_cuda_counts_snapshot(&snap.cuda);
-    snap.dropped_before = __atomic_load_n(&dropped, __ATOMIC_ACQUIRE);
-    if (!enqueue(&snap))
-        overflow_keep(&snap, __atomic_add_fetch(&dropped, 1, __ATOMIC_ACQ_REL));
+    roundtrim_boundary_queue_put(&snap);
 }
 
 void roundtrim_boundary_labelled(enum roundtrim_source src, const char *label)
@@ -201,9 +73,8 @@ void roundtrim_boundary_signal_wake(void)
 /* The parent's boundaries are the parent's: the child's rounds start from its own. */
 void roundtrim_boundary_fork_child(void)
 {
-    memset(cells, 0, sizeof cells);
-    memset(&overflow, 0, sizeof overflow);
-    tail = head = dropped = seen = dropped_taken = 0;
+    roundtrim_boundary_queue_fork_child();
+    seen = 0;
 }
 
 ROUNDTRIM_EXPORT void roundtrim_round_end(void)

@@ -9,14 +9,32 @@
 #define KEY_BUSY      2u /* an insert is writing the slot */
 #define KEY_KEPT      3u /* a freed sample kept until its round's record is written */
 
-#define TABLE_BITS  16
+/* A place where a thread may be interrupted or preempted while another one changes the slot it
+ * reads. The unit suite builds it (ROUNDTRIM_SAMPLE_TABLE_TEST) as a call to a function of its
+ * own, which frees and samples a block there; elsewhere it is nothing. */
+#ifdef ROUNDTRIM_SAMPLE_TABLE_TEST
+void roundtrim_sample_table_window(const char *where);
+#define WINDOW(where) roundtrim_sample_table_window(where)
+#else
+#define WINDOW(where) ((void)0)
+#endif
+
+/* The stress test builds a smaller table, quicker to scan. */
+#ifndef ROUNDTRIM_SAMPLE_TABLE_BITS
+#define ROUNDTRIM_SAMPLE_TABLE_BITS 16
+#endif
+#define TABLE_BITS  ROUNDTRIM_SAMPLE_TABLE_BITS
 #define TABLE_SLOTS (1u << TABLE_BITS)
 #define PROBE_MAX   64u
 
+/* A slot's fields are written by the thread that holds it (KEY_BUSY, or its key: the block's own
+ * free) while the worker's scan may read them: both sides use atomic accesses. `gen` counts the
+ * samples the slot has held, so that a scan tells a slot freed and taken again for the same
+ * address (a block freed and allocated again while the scan read it) from one that stayed. */
 struct slot {
     uintptr_t key;
     uint32_t site, round;
-    uint32_t freed_in, pad;
+    uint32_t freed_in, gen;
     uint64_t weight;
 };
 
@@ -63,21 +81,40 @@ static void filter_add(const void *p, int delta)
                                           __ATOMIC_RELAXED));
 }
 
-/* Claims a slot for p: the slot that still holds p (a block freed where no hook saw it), else
- * the first reusable one on p's probe sequence. */
-static struct slot *claim(const void *p)
+/* The slot that holds p's sample, or NULL. A slot never becomes empty again, so p is never past
+ * an empty one. */
+static struct slot *find(const void *p)
 {
     uint32_t i = home(p);
     for (uint32_t n = 0; n < PROBE_MAX; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
         uintptr_t k = __atomic_load_n(&slots[i].key, __ATOMIC_ACQUIRE);
-        if (k == (uintptr_t)p || k == KEY_EMPTY || k == KEY_TOMBSTONE) {
-            if (__atomic_compare_exchange_n(&slots[i].key, &k, KEY_BUSY, false, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_RELAXED)) {
-                if (k == (uintptr_t)p)
-                    filter_add(p, -1);
-                return &slots[i];
-            }
-        }
+        if (k == KEY_EMPTY)
+            return NULL;
+        if (k == (uintptr_t)p)
+            return &slots[i];
+    }
+    return NULL;
+}
+
+/* Claims a slot for p: the slot that still holds p (a block freed where no hook saw it), else
+ * the first reusable one on p's probe sequence. p's own slot is looked for first: a removed slot
+ * before it, reused, would leave the old sample live for good. */
+static struct slot *claim(const void *p)
+{
+    struct slot *s = find(p);
+    uintptr_t k = (uintptr_t)p;
+    if (s && __atomic_compare_exchange_n(&s->key, &k, KEY_BUSY, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED)) {
+        filter_add(p, -1);
+        return s;
+    }
+    uint32_t i = home(p);
+    for (uint32_t n = 0; n < PROBE_MAX; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
+        k = __atomic_load_n(&slots[i].key, __ATOMIC_ACQUIRE);
+        if ((k == KEY_EMPTY || k == KEY_TOMBSTONE) &&
+            __atomic_compare_exchange_n(&slots[i].key, &k, KEY_BUSY, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return &slots[i];
     }
     return NULL;
 }
@@ -89,10 +126,13 @@ bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round,
     struct slot *s = claim(p);
     if (!s)
         return false;
-    s->site = site;
-    s->round = round;
-    s->freed_in = 0;
-    s->weight = weight;
+    /* A new sample: a scan that read the slot before sees the count move (release: a scan that
+     * sees it also sees the slot busy). */
+    __atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->site, site, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->round, round, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->freed_in, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->weight, weight, __ATOMIC_RELEASE);
     filter_add(p, +1);
     __atomic_store_n(&s->key, (uintptr_t)p, __ATOMIC_RELEASE);
     return true;
@@ -101,29 +141,22 @@ bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round,
 bool roundtrim_sample_table_remove(const void *p, uint32_t round, uint32_t reported, uint32_t *site,
                                    uint64_t *weight)
 {
-    uint32_t i = home(p);
-    for (uint32_t n = 0; n < PROBE_MAX; n++, i = (i + 1) & (TABLE_SLOTS - 1)) {
-        uintptr_t k = __atomic_load_n(&slots[i].key, __ATOMIC_ACQUIRE);
-        if (k == KEY_EMPTY)
-            return false;
-        if (k != (uintptr_t)p)
-            continue;
-        struct slot *s = &slots[i];
-        *site = s->site;
-        *weight = s->weight;
-        /* Only this block's own free can remove its key, and the block is being freed once.
-         * A block from before the round in progress was live at the end of the previous round;
-         * while that round's record is not written, the sample is kept for it. */
-        if (s->round < round && round - 1 > reported) {
-            s->freed_in = round;
-            __atomic_store_n(&s->key, KEY_KEPT, __ATOMIC_RELEASE);
-        } else {
-            __atomic_store_n(&s->key, KEY_TOMBSTONE, __ATOMIC_RELEASE);
-        }
-        filter_add(p, -1);
-        return true;
+    struct slot *s = find(p);
+    if (!s)
+        return false;
+    *site = s->site;
+    *weight = s->weight;
+    /* Only this block's own free can remove its key, and the block is being freed once.
+     * A block from before the round in progress was live at the end of the previous round;
+     * while that round's record is not written, the sample is kept for it. */
+    if (s->round < round && round - 1 > reported) {
+        __atomic_store_n(&s->freed_in, round, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->key, KEY_KEPT, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&s->key, KEY_TOMBSTONE, __ATOMIC_RELEASE);
     }
-    return false;
+    filter_add(p, -1);
+    return true;
 }
 
 uint64_t roundtrim_sample_table_scan(void (*fn)(const struct roundtrim_sample_view *, void *),
@@ -134,13 +167,20 @@ uint64_t roundtrim_sample_table_scan(void (*fn)(const struct roundtrim_sample_vi
         return 0;
     for (uint32_t i = 0; i < TABLE_SLOTS; i++) {
         struct slot *s = &slots[i];
+        uint32_t gen = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
         uintptr_t k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
         if (k == KEY_EMPTY || k == KEY_TOMBSTONE || k == KEY_BUSY)
             continue;
-        struct roundtrim_sample_view v = {
-            .site = s->site, .round = s->round, .freed_in = s->freed_in, .weight = s->weight};
-        /* A slot that changed while read (freed and reused) is left for the next scan. */
-        if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != k)
+        struct roundtrim_sample_view v;
+        v.site = __atomic_load_n(&s->site, __ATOMIC_ACQUIRE);
+        v.round = __atomic_load_n(&s->round, __ATOMIC_ACQUIRE);
+        WINDOW("reading"); /* the block may be freed, and sampled again, meanwhile */
+        v.freed_in = __atomic_load_n(&s->freed_in, __ATOMIC_ACQUIRE);
+        v.weight = __atomic_load_n(&s->weight, __ATOMIC_ACQUIRE);
+        /* A slot that changed while read (freed, or freed and taken again, even by the same
+         * address) is left for the next scan. */
+        if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != k ||
+            __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen)
             continue;
         if (k == KEY_KEPT) {
             fn(&v, arg);

@@ -1,0 +1,160 @@
+/* The table of allocation sites (runtime/sites/site_table.c) and its table of code names, one
+ * thread at a time: a stack gets one site and keeps it, stacks that differ in any frame get
+ * different ones, the full table (every slot taken, through collisions) still finds every site
+ * and refuses a new one, and the byte counts add up. Sites are never removed. Each test runs in a
+ * process of its own (Check's fork mode). */
+#include <check.h>
+#include <stdint.h>
+
+#include "runtime/sites/site_table.h"
+#include "run_suite.h"
+#include "site_stacks.h"
+#include "stubs_site_table.h"
+
+static void setup(void)
+{
+    ck_assert(roundtrim_site_table_init());
+}
+
+START_TEST(intern_before_init_has_no_site)
+{
+    struct stack s;
+    stack_make(&s, 5);
+    ck_assert_int_eq(stack_intern(&s), -1);
+    ck_assert_ptr_null(roundtrim_site_at(0));
+    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x1000));
+}
+END_TEST
+
+START_TEST(a_stack_keeps_its_site)
+{
+    setup();
+    struct stack s;
+    stack_make(&s, 30); /* 7 native frames, 3 Python ones */
+    int32_t i = stack_intern(&s);
+    ck_assert_int_ge(i, 0);
+    ck_assert_int_lt(i, ROUNDTRIM_SITES_MAX);
+    ck_assert_int_eq(stack_intern(&s), i);
+    const struct roundtrim_site *site = roundtrim_site_at((uint32_t)i);
+    ck_assert_ptr_nonnull(site);
+    ck_assert(site_is_stack(site, 30));
+    ck_assert_uint_ne(site->id, 0);
+}
+END_TEST
+
+/* Any frame, native or Python, code or line, or the depth alone, makes another site. */
+START_TEST(stacks_that_differ_anywhere_have_their_own_sites)
+{
+    setup();
+    struct stack base, s;
+    stack_make(&base, 30);
+    int32_t i = stack_intern(&base);
+    s = base;
+    s.frames[s.depth - 1]++;
+    ck_assert_int_ne(stack_intern(&s), i);
+    s = base;
+    s.depth--;
+    ck_assert_int_ne(stack_intern(&s), i);
+    s = base;
+    s.py[0].line++;
+    ck_assert_int_ne(stack_intern(&s), i);
+    s = base;
+    s.py[2].code = (const void *)0x42;
+    ck_assert_int_ne(stack_intern(&s), i);
+    s = base;
+    s.py_depth = 0;
+    int32_t native_only = stack_intern(&s);
+    ck_assert_int_ne(native_only, i);
+    ck_assert_int_eq(roundtrim_site_at((uint32_t)native_only)->py_depth, 0);
+    ck_assert_int_eq(stack_intern(&base), i);
+}
+END_TEST
+
+START_TEST(byte_counts_add_up)
+{
+    setup();
+    struct stack s;
+    stack_make(&s, 1);
+    int32_t i = stack_intern(&s);
+    roundtrim_site_add_alloc(i, 1000);
+    roundtrim_site_add_alloc(i, 24);
+    roundtrim_site_add_free((uint32_t)i, 500);
+    roundtrim_site_add_free(ROUNDTRIM_SITES_MAX, 1); /* a freed sample of no site: ignored */
+    const struct roundtrim_site *site = roundtrim_site_at((uint32_t)i);
+    ck_assert_uint_eq(site->alloc_bytes, 1024);
+    ck_assert_uint_eq(site->samples, 2);
+    ck_assert_uint_eq(site->free_bytes, 500);
+    ck_assert_ptr_null(roundtrim_site_at(ROUNDTRIM_SITES_MAX));
+}
+END_TEST
+
+/* Every slot taken: each stack has a site of its own, found again past any number of
+ * collisions, and the next new stack has none. */
+START_TEST(full_table_finds_every_site_and_refuses_a_new_one)
+{
+    setup();
+    static bool taken[ROUNDTRIM_SITES_MAX];
+    int32_t index[ROUNDTRIM_SITES_MAX];
+    struct stack s;
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAX; n++) {
+        stack_make(&s, n);
+        index[n] = stack_intern(&s);
+        ck_assert_int_ge(index[n], 0);
+        ck_assert_msg(!taken[index[n]], "stack %u given the site of another", n);
+        taken[index[n]] = true;
+    }
+    stack_make(&s, ROUNDTRIM_SITES_MAX);
+    ck_assert_int_eq(stack_intern(&s), -1);
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAX; n++) {
+        stack_make(&s, n);
+        ck_assert_int_eq(stack_intern(&s), index[n]);
+        const struct roundtrim_site *site = roundtrim_site_at((uint32_t)index[n]);
+        ck_assert_ptr_nonnull(site);
+        ck_assert(site_is_stack(site, n));
+    }
+}
+END_TEST
+
+START_TEST(code_names_are_noted_once)
+{
+    setup();
+    const void *code = (const void *)0x7f0000001000;
+    ck_assert_ptr_null(roundtrim_code_names_find(code));
+    roundtrim_code_names_note(code);
+    roundtrim_code_names_note(code);
+    roundtrim_code_names_note(NULL);
+    const struct roundtrim_code_names *c = roundtrim_code_names_find(code);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_eq(c->code, code);
+    ck_assert_str_eq(c->file, "file_7f0000001000.py");
+    ck_assert_str_eq(c->function, "func_7f0000001000");
+    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x7f0000002000));
+    ck_assert_ptr_null(roundtrim_code_names_find(NULL));
+}
+END_TEST
+
+START_TEST(unreadable_code_names_are_not_found)
+{
+    setup();
+    stub_unreadable_code = (const void *)0x5000;
+    roundtrim_code_names_note(stub_unreadable_code);
+    ck_assert_ptr_null(roundtrim_code_names_find(stub_unreadable_code));
+    roundtrim_code_names_note((const void *)0x6000);
+    ck_assert_ptr_nonnull(roundtrim_code_names_find((const void *)0x6000));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("site_table");
+    TCase *tc = tcase_create("site_table");
+    tcase_add_test(tc, intern_before_init_has_no_site);
+    tcase_add_test(tc, a_stack_keeps_its_site);
+    tcase_add_test(tc, stacks_that_differ_anywhere_have_their_own_sites);
+    tcase_add_test(tc, byte_counts_add_up);
+    tcase_add_test(tc, full_table_finds_every_site_and_refuses_a_new_one);
+    tcase_add_test(tc, code_names_are_noted_once);
+    tcase_add_test(tc, unreadable_code_names_are_not_found);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

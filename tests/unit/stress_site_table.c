@@ -1,0 +1,99 @@
+/* The site table and its code names under concurrent producers and the worker's reads: the
+ * producers intern stacks from one shared set (the same stack from several threads at once),
+ * count bytes at their sites and note code objects; the worker reads every site and name as it
+ * goes. A site it sees is always whole and one stack's; at the end each stack has exactly one
+ * site, whose counts are the sum of what every producer added there. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/sites/site_table.h"
+#include "run_suite.h"
+#include "site_stacks.h"
+#include "stress.h"
+
+#define PRODUCERS 3
+#define STACKS    300u
+#define CODES     200u
+#define STEPS     30000u
+
+static uint64_t interned[PRODUCERS][STACKS]; /* how often each producer interned each stack */
+
+static const void *code_of(uint64_t n)
+{
+    return (const void *)(uintptr_t)(0x7f0000000000u + n * 0x40);
+}
+
+static void produce(int id, void *arg)
+{
+    (void)arg;
+    uint64_t rng = 0x2545f4914f6cdd1dull * (uint64_t)(id + 1);
+    for (uint32_t step = 0; step < STEPS; step++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t n = (rng >> 33) % STACKS;
+        struct stack s;
+        stack_make(&s, n);
+        int32_t i = stack_intern(&s);
+        ck_assert_int_ge(i, 0);
+        roundtrim_site_add_alloc(i, n + 1);
+        roundtrim_site_add_free((uint32_t)i, 1);
+        interned[id][n]++;
+        roundtrim_code_names_note(code_of((rng >> 20) % CODES));
+    }
+}
+
+static void consume(void *arg)
+{
+    (void)arg;
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
+        const struct roundtrim_site *site = roundtrim_site_at(i);
+        if (!site)
+            continue;
+        uint64_t n = site_stack(site);
+        ck_assert_msg(n < STACKS && site_is_stack(site, n), "site %u is not one stack's", i);
+    }
+    for (uint64_t n = 0; n < CODES; n++) {
+        const struct roundtrim_code_names *c = roundtrim_code_names_find(code_of(n));
+        char file[64];
+        if (!c)
+            continue;
+        snprintf(file, sizeof file, "file_%lx.py", (unsigned long)(uintptr_t)code_of(n));
+        ck_assert_str_eq(c->file, file);
+    }
+}
+
+START_TEST(producers_and_reader)
+{
+    ck_assert(roundtrim_site_table_init());
+    struct stress s = {PRODUCERS, produce, consume, NULL};
+    stress_run(&s);
+    static bool seen[STACKS];
+    uint32_t sites = 0;
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
+        const struct roundtrim_site *site = roundtrim_site_at(i);
+        if (!site)
+            continue;
+        uint64_t n = site_stack(site), want = 0;
+        ck_assert(n < STACKS && site_is_stack(site, n));
+        ck_assert_msg(!seen[n], "stack %llu has two sites", (unsigned long long)n);
+        seen[n] = true;
+        sites++;
+        for (int id = 0; id < PRODUCERS; id++)
+            want += interned[id][n];
+        ck_assert_uint_eq(site->samples, want);
+        ck_assert_uint_eq(site->alloc_bytes, want * (n + 1));
+        ck_assert_uint_eq(site->free_bytes, want);
+    }
+    ck_assert_uint_eq(sites, STACKS);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stress_site_table");
+    TCase *tc = tcase_create("stress_site_table");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, producers_and_reader);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
