@@ -16,6 +16,7 @@ the last round of the window (a site that dropped out of the lists may have been
 import importlib.util
 import math
 
+from roundtrim_stats import slope
 from roundtrim_symbols import Resolver
 
 KIB = 1024.0
@@ -105,19 +106,6 @@ def sites_over(records):
     return sites
 
 
-def slope(points):
-    """Least-squares slope of [(x, y)], or None."""
-    n = len(points)
-    if n < 2:
-        return None
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in points) / sxx
-
-
 class Growth:
     def __init__(self, site, points, per_round):
         self.site = site
@@ -143,7 +131,7 @@ def growing_sites(window):
         points = sorted(site.live.items())
         if len(points) < MIN_POINTS or points[-1][0] != last_round:
             continue
-        per_round = slope(points)
+        per_round = slope([x for x, _ in points], [y for _, y in points])
         if per_round is None or per_round <= 0:
             continue
         if per_round * (points[-1][0] - points[0][0]) < interval:
