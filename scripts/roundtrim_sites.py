@@ -23,7 +23,6 @@ from roundtrim_symbols import Resolver
 KIB = 1024.0
 DEFAULT_LAST = 5
 MIN_POINTS = 3
-DEFAULT_SAMPLE_BYTES = 524288
 MAX_SITES_SHOWN = 10
 MAX_NATIVE_FRAMES = 8
 MAX_PLOT_SITES = 8
@@ -161,7 +160,9 @@ def growing_sites(window):
     Returns (growing, number of sites seen in the window)."""
     sites = sites_over(window)
     last_round = window[-1]["round"]
-    interval = number(window[-1].get("sample_bytes")) or DEFAULT_SAMPLE_BYTES
+    # Every sites record the library writes carries its sampling interval; one without it
+    # (written by hand) gets no noise threshold.
+    interval = number(window[-1].get("sample_bytes")) or 0
     grows = []
     for site in sites.values():
         points = sorted(site.live.items())
