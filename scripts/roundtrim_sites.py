@@ -15,13 +15,14 @@ the last round of the window (a site that dropped out of the lists may have been
 
 import importlib.util
 import math
+import sys
 
+from roundtrim_stats import slope
 from roundtrim_symbols import Resolver
 
 KIB = 1024.0
 DEFAULT_LAST = 5
 MIN_POINTS = 3
-DEFAULT_SAMPLE_BYTES = 524288
 MAX_SITES_SHOWN = 10
 MAX_NATIVE_FRAMES = 8
 MAX_PLOT_SITES = 8
@@ -74,14 +75,49 @@ def site_entries(record):
     return entries
 
 
+class Kept:
+    """What the report keeps of a process's sites records, given one at a time as the log is
+    read (a record can be 512 KiB, a log can hold thousands): how many there were, the round
+    numbers of those with one, the records of the last `last` of those rounds (all of them when
+    last is None; the last written wins for a round), and with history, every round's live
+    bytes per site, without the stacks (for the plot, which draws every round)."""
+
+    def __init__(self, last=None, history=False):
+        self.count = 0
+        self.rounds = set()
+        self.last = last
+        self.by_round = {}
+        self.history = {} if history else None
+
+    def add(self, record):
+        self.count += 1
+        rnd = number(record.get("round"))
+        if rnd is None:
+            return
+        self.rounds.add(rnd)
+        if self.history is not None:
+            self.history[rnd] = {sys.intern(site_id): entry["live_bytes"]
+                                 for site_id, entry in site_entries(record).items()}
+        if self.last is None or rnd in self.by_round or len(self.by_round) < self.last:
+            self.by_round[rnd] = record
+        elif self.last and rnd > min(self.by_round):
+            # The rounds kept only ever give way to higher ones: one dropped here never
+            # comes back among the last rounds.
+            del self.by_round[min(self.by_round)]
+            self.by_round[rnd] = record
+
+    def records(self):
+        """The records kept, one per round, in round order."""
+        return [self.by_round[r] for r in sorted(self.by_round)]
+
+
 def usable_records(records):
-    """The process's sites records with a round number, one per round (the last written wins),
-    in round order."""
-    by_round = {}
+    """The sites records with a round number, one per round (the last written wins), in round
+    order."""
+    kept = Kept()
     for rec in records:
-        if number(rec.get("round")) is not None:
-            by_round[rec["round"]] = rec
-    return [by_round[r] for r in sorted(by_round)]
+        kept.add(rec)
+    return kept.records()
 
 
 class Site:
@@ -105,19 +141,6 @@ def sites_over(records):
     return sites
 
 
-def slope(points):
-    """Least-squares slope of [(x, y)], or None."""
-    n = len(points)
-    if n < 2:
-        return None
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in points) / sxx
-
-
 class Growth:
     def __init__(self, site, points, per_round):
         self.site = site
@@ -137,13 +160,15 @@ def growing_sites(window):
     Returns (growing, number of sites seen in the window)."""
     sites = sites_over(window)
     last_round = window[-1]["round"]
-    interval = number(window[-1].get("sample_bytes")) or DEFAULT_SAMPLE_BYTES
+    # Every sites record the library writes carries its sampling interval; one without it
+    # (written by hand) gets no noise threshold.
+    interval = number(window[-1].get("sample_bytes")) or 0
     grows = []
     for site in sites.values():
         points = sorted(site.live.items())
         if len(points) < MIN_POINTS or points[-1][0] != last_round:
             continue
-        per_round = slope(points)
+        per_round = slope([x for x, _ in points], [y for _, y in points])
         if per_round is None or per_round <= 0:
             continue
         if per_round * (points[-1][0] - points[0][0]) < interval:
@@ -204,15 +229,15 @@ def best_name(entry, resolver):
 # ---- the text -------------------------------------------------------------------------------
 
 
-def rounds_text(records):
-    first, last = records[0]["round"], records[-1]["round"]
+def rounds_text(first, last):
     return f"round {first}" if first == last else f"rounds {first}-{last}"
 
 
-def header_lines(records):
-    last = records[-1]
-    bits = [f"{len(records)} sites record{'s' if len(records) != 1 else ''} "
-            f"({rounds_text(records)})"]
+def header_lines(kept, last):
+    """kept: the process's Kept records; last: its last record."""
+    count = len(kept.rounds)
+    bits = [f"{count} sites record{'s' if count != 1 else ''} "
+            f"({rounds_text(min(kept.rounds), max(kept.rounds))})"]
     interval = number(last.get("sample_bytes"))
     if interval:
         bits.append(f"one sample per {human_bytes(interval)} allocated on average")
@@ -234,21 +259,21 @@ def header_lines(records):
 def print_process(proc, describe, last, resolver, out):
     """The growing sites of one process; returns its growing sites (for the plot)."""
     print(describe(proc), file=out)
-    records = usable_records(proc.sites)
-    if not records:
+    window = proc.sites.records()[-last:]
+    if not window:
         print(f"  {NO_SITES}", file=out)
         print(file=out)
         return []
-    for line in header_lines(records):
+    for line in header_lines(proc.sites, window[-1]):
         print(line, file=out)
-    window = records[-last:]
     if len(window) < MIN_POINTS:
         print(f"  a trend needs {MIN_POINTS} rounds with sites records; this process has "
               f"{len(window)}", file=out)
         print(file=out)
         return []
     grows, seen = growing_sites(window)
-    print(f"  {len(grows)} of {seen} sites grow over {rounds_text(window)} (the last "
+    print(f"  {len(grows)} of {seen} sites grow over "
+          f"{rounds_text(window[0]['round'], window[-1]['round'])} (the last "
           f"{len(window)} with sites records; least-squares slope of each site's live bytes)",
           file=out)
     if not grows:
@@ -275,20 +300,34 @@ def print_process(proc, describe, last, resolver, out):
 # ---- the plot -------------------------------------------------------------------------------
 
 
-def plot_choice(records, grows):
-    """(sites to draw, over every record, and a title note): the growing sites, else the
-    largest live ones at the last round."""
-    sites = sites_over(records)
+def sites_of_history(history, window):
+    """{site id: SITE} over every round of history ({round: {site id: live bytes}}, as Kept
+    keeps it), in the order of their first round, each with its entry (for the stack) from
+    the window's records, the last of which is the last record of the history."""
+    entries = {site_id: site.entry for site_id, site in sites_over(window).items()}
+    sites = {}
+    for rnd in sorted(history):
+        for site_id, live in history[rnd].items():
+            if site_id not in sites:
+                sites[site_id] = Site(site_id)
+                sites[site_id].entry = entries.get(site_id)
+            sites[site_id].live[rnd] = live
+    return sites
+
+
+def plot_choice(sites, last, grows):
+    """(sites to draw, over every round, and a title note): the growing sites, else the largest
+    live ones at the last round."""
     if grows:
         return [sites[g.site.id] for g in grows[:MAX_PLOT_SITES]], "growing sites"
-    last = records[-1]["round"]
     largest = sorted((s for s in sites.values() if last in s.live),
                      key=lambda s: -s.live[last])[:MAX_PLOT_SITES]
     return largest, "no growing site: the largest live sites"
 
 
 def draw(panels, png, resolver):
-    """panels: [(title, sites records, the fit's records, growing sites)]."""
+    """panels: [(title, {round: {site id: live bytes}} of every round, the fit's records,
+    growing sites)]."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -296,13 +335,14 @@ def draw(panels, png, resolver):
     from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.6 * len(panels)), squeeze=False)
-    for ax, (title, records, window, grows) in zip(axes[:, 0], panels):
-        sites, note = plot_choice(records, grows)
+    for ax, (title, history, window, grows) in zip(axes[:, 0], panels):
+        sites, note = plot_choice(sites_of_history(history, window), window[-1]["round"],
+                                  grows)
         rates = {g.site.id: g.per_round for g in grows}
-        if grows and len(records) > len(window):
+        if grows and len(history) > len(window):
             ax.axvspan(window[0]["round"], window[-1]["round"], color="#999999", alpha=0.12,
                        label="rounds of the fit")
-        xs = [r["round"] for r in records]
+        xs = sorted(history)
         for site in sites:
             # Every round of the log, not only the fit's; rounds where it is unknown are gaps.
             ys = [site.live[x] / KIB / KIB if x in site.live else math.nan for x in xs]
@@ -331,16 +371,17 @@ def draw(panels, png, resolver):
 
 
 def report(procs, describe, last, png, out, err):
-    """Prints the growing sites of each process and draws the plot; returns an error message
-    about the plot, or None."""
+    """Prints the growing sites of each process (proc.sites: a Kept of at least the last
+    `last` rounds, with the history when png is set) and draws the plot; returns an error
+    message about the plot, or None."""
     resolver = Resolver()
     panels = []
     last = last or DEFAULT_LAST
     for proc in procs:
         grows = print_process(proc, describe, last, resolver, out)
-        records = usable_records(proc.sites)
-        if records:
-            panels.append((f"process {proc.pid}", records, records[-last:], grows))
+        window = proc.sites.records()[-last:]
+        if window:
+            panels.append((f"process {proc.pid}", proc.sites.history, window, grows))
     out.flush()
     if not png:
         return None
