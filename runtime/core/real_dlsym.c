@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "runtime/core/loader_tables.h"
+
 /* Read by the trampoline (8-byte aligned pointer: a plain load is atomic on both targets). */
 __attribute__((visibility("hidden"))) roundtrim_dlsym_fn roundtrim_dlsym_real;
 
@@ -46,12 +48,31 @@ void roundtrim_dlerror_forget(void)
     __asm__ volatile("" ::: "memory");
 }
 
-void *roundtrim_next_symbol(const char *name)
+/* The tables' answer where it settles the lookup (no dlsym, no message for dlerror), else the
+ * real dlsym's: asked from here (never a tail call), RTLD_NEXT and RTLD_DEFAULT are this
+ * library's, as for the tables; a failure's message is discarded. */
+static void *tables_or_loader(enum roundtrim_symbol_answer a, const struct roundtrim_symbol *found,
+                              void *handle, const char *name)
 {
+    void *p;
+    if (roundtrim_symbol_settled(a, found, &p))
+        return p;
     roundtrim_dlsym_fn fn = roundtrim_real_dlsym();
-    void *p = fn ? fn(RTLD_NEXT, name) : NULL; /* "after this library": never a tail call */
+    p = fn ? fn(handle, name) : NULL;
     if (fn && !p)
         roundtrim_dlerror_forget();
     __asm__ volatile("" ::: "memory");
     return p;
+}
+
+void *roundtrim_next_symbol(const char *name)
+{
+    struct roundtrim_symbol found;
+    return tables_or_loader(roundtrim_tables_next(name, &found), &found, RTLD_NEXT, name);
+}
+
+void *roundtrim_default_symbol(const char *name)
+{
+    struct roundtrim_symbol found;
+    return tables_or_loader(roundtrim_tables_default(name, &found), &found, RTLD_DEFAULT, name);
 }

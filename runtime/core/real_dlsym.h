@@ -14,8 +14,13 @@ roundtrim_dlsym_fn roundtrim_real_dlsym(void);
  * its counted frees). This discards the thread's pending result without formatting it. */
 void roundtrim_dlerror_forget(void);
 
-/* The next definition of name after roundtrim's (dlsym(RTLD_NEXT, name) asked from this library,
- * through the real dlsym); NULL when there is none or the real dlsym cannot be resolved yet. */
+/* The next definition of name after roundtrim's (dlsym(RTLD_NEXT, name) asked from this library):
+ * from the loader's tables where they are sure (runtime/core/loader_tables.h), else through the
+ * real dlsym; NULL when there is none or the real dlsym cannot be resolved yet. A lookup that
+ * fails leaves nothing for dlerror(). */
 void *roundtrim_next_symbol(const char *name);
+
+/* dlsym(RTLD_DEFAULT, name) asked from this library, the same way. */
+void *roundtrim_default_symbol(const char *name);
 
 #endif
