@@ -93,3 +93,9 @@ def test_program_run_through_the_loader_is_left_to_it():
     (report,) = run_check([loader, "/bin/true"], [check_lib()])
     assert report["next"][0] == 0 and report["default"][0] == 0
 
+
+def test_dlerror_is_left_clean(run_shim):
+    """roundtrim's start asks for Python's Py_IsInitialized in every process; a failed dlsym used
+    to leave "undefined symbol: Py_IsInitialized" for the program's first dlerror()."""
+    res = run_shim([prog("dlerror_clean")], log=False)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "(none)\n", "")
