@@ -10,6 +10,7 @@
 #include "runtime/core/clock.h"
 #include "runtime/core/loaded_object.h"
 #include "runtime/core/loader_tables.h"
+#include "runtime/core/real_dlsym.h"
 #include "runtime/core/settings.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/alloc/next_alloc.h"
@@ -47,6 +48,7 @@ static void name_object(const char *path)
 static void *first_definition_after_main(void *first)
 {
     Dl_info info;
+    roundtrim_dlerror_note();
     void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     struct link_map *map = NULL;
     if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0 || !map)
@@ -122,6 +124,7 @@ static void *allocator_symbol(struct allocator_object *a, const char *name)
         return p;
     if (!a->opened) {
         a->opened = true;
+        roundtrim_dlerror_note();
         a->handle = dlopen(a->obj->main_program ? NULL : a->obj->path, RTLD_LAZY | RTLD_NOLOAD);
     }
     return a->handle ? dlsym(a->handle, name) : NULL;

@@ -4,6 +4,7 @@
 #include "runtime/core/real_dlsym.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/core/loader_tables.h"
@@ -15,12 +16,23 @@ __attribute__((visibility("hidden"))) roundtrim_dlsym_fn roundtrim_dlsym_real;
  * then call dlsym again, and that nested call must not resolve again (it gets NULL). */
 static __thread int resolving;
 
+/* Whether roundtrim has asked the loader anything that may fail (every dlsym of its own goes
+ * through the real dlsym, resolved first): until then no message of roundtrim's can be waiting
+ * for the program's dlerror, since the loader's tables leave none. */
+static bool loader_asked;
+
+void roundtrim_dlerror_note(void)
+{
+    __atomic_store_n(&loader_asked, true, __ATOMIC_RELAXED);
+}
+
 roundtrim_dlsym_fn roundtrim_real_dlsym(void)
 {
     roundtrim_dlsym_fn fn = __atomic_load_n(&roundtrim_dlsym_real, __ATOMIC_ACQUIRE);
     if (fn || resolving)
         return fn;
     resolving = 1;
+    roundtrim_dlerror_note();
     /* glibc 2.34 moved dlsym into libc with a new version; older ones only have GLIBC_2.2.5
      * (GLIBC_2.17 on aarch64). __libc_dlsym is gone since 2.34. */
     fn = (roundtrim_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
@@ -39,6 +51,8 @@ roundtrim_dlsym_fn roundtrim_real_dlsym(void)
 
 void roundtrim_dlerror_forget(void)
 {
+    if (!__atomic_load_n(&loader_asked, __ATOMIC_RELAXED))
+        return;
     roundtrim_dlsym_fn fn = roundtrim_real_dlsym();
     /* dlsym frees the thread's previous result before it starts; this one always succeeds
      * (the library's own export), so it leaves none. Not a tail call: glibc scopes the lookup by
