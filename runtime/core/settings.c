@@ -17,14 +17,15 @@ static struct roundtrim_config config;
 static double start_ts;
 static bool active;
 
-/* The strings the settings point at are copied: the program may change its environment later. */
+/* The strings the settings point at are copied when they come from the environment: the program
+ * may change it later. A default is the option table's own text, which never changes. */
 static char string_store[16384];
 static size_t string_used;
 
-static const char *keep_string(const char *s)
+static const char *keep_string(enum roundtrim_option_id id, const char *s)
 {
-    if (!s)
-        return NULL;
+    if (!s || config.setting[id].source != RT_FROM_VARIABLE)
+        return s;
     size_t n = strlen(s) + 1;
     if (string_used + n > sizeof string_store)
         return NULL;
@@ -173,10 +174,10 @@ bool roundtrim_settings_load(void)
     if (getauxval(AT_SECURE))
         return false;
     roundtrim_config_load(&config, env_lookup, NULL);
-    config.log_path = keep_string(config.log_path);
-    config.py_hook = keep_string(config.py_hook);
-    config.prom_file = keep_string(config.prom_file);
-    config.cgroup_dir = keep_string(config.cgroup_dir);
+    config.log_path = keep_string(RT_OPT_LOG, config.log_path);
+    config.py_hook = keep_string(RT_OPT_PY_HOOK, config.py_hook);
+    config.prom_file = keep_string(RT_OPT_PROM_FILE, config.prom_file);
+    config.cgroup_dir = keep_string(RT_OPT_CGROUP_DIR, config.cgroup_dir);
     for (unsigned i = 0; i < config.warning_count; i++)
         roundtrim_warn(config.warnings[i]);
     return !config.disabled;
