@@ -531,3 +531,6 @@ const struct roundtrim_cuda_variant roundtrim_cuda_variants[] = {
 };
 const size_t roundtrim_cuda_variant_count =
     sizeof roundtrim_cuda_variants / sizeof roundtrim_cuda_variants[0];
+
+/* The hidden aliases of shim/cuda_resolve.h for the wrappers defined here. */
+ROUNDTRIM_CUDA_WRAPPED_CALLS(ROUNDTRIM_CUDA_OWN_DEFINE)

@@ -39,7 +39,7 @@
 
 /* The wrapper of every wrapped entry. */
 static void *const entry_wrapper[ROUNDTRIM_CUDA_WRAPPED_COUNT] = {
-#define X(name) [ID_##name] = (void *)name,
+#define X(name) [ID_##name] = (void *)ROUNDTRIM_CUDA_OWN(name),
     ROUNDTRIM_CUDA_WRAPPED(X)
 #undef X
 };
@@ -238,3 +238,6 @@ void *roundtrim_cuda_dlsym_substitute(void *handle, const char *name, const void
     note_real((enum roundtrim_cuda_entry_id)id, p);
     return entry_wrapper[id];
 }
+
+/* The hidden aliases of shim/cuda_resolve.h for the wrappers defined here. */
+ROUNDTRIM_CUDA_WRAPPED_LOOKUPS(ROUNDTRIM_CUDA_OWN_DEFINE)

@@ -59,9 +59,22 @@ RT_API cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
                                 CUdriverProcAddressQueryResult *symbolStatus);
 #undef RT_API
 
+/* Each wrapper's own address: a hidden alias of it, defined beside it (shim/cuda_hooks.c), is
+ * fixed when the library is linked. Taken by the exported name, each would be a symbol the loader
+ * looks up while relocating the library, at the start of every process (two lookups per entry
+ * point, some 20,000 instructions in all). */
+#define ROUNDTRIM_CUDA_OWN(name) roundtrim_own_##name
+#define ROUNDTRIM_CUDA_OWN_DECLARE(name)                                                           \
+    extern __typeof__(name) ROUNDTRIM_CUDA_OWN(name) __attribute__((visibility("hidden")));
+ROUNDTRIM_CUDA_WRAPPED(ROUNDTRIM_CUDA_OWN_DECLARE)
+/* Defines the alias, in the file that defines the wrapper (an alias must be beside its target). */
+#define ROUNDTRIM_CUDA_OWN_DEFINE(name)                                                            \
+    extern __typeof__(name) ROUNDTRIM_CUDA_OWN(name) __attribute__((alias(#name)));
+
 /* The real function behind the wrapper name, with the wrapper's own type (the wrapper's signature
  * is the driver's); never the wrapper itself. */
-#define REAL(name) ((__typeof__(&name))roundtrim_cuda_entry(ID_##name, (const void *)name))
+#define REAL(name)                                                                                 \
+    ((__typeof__(&name))roundtrim_cuda_entry(ID_##name, (const void *)ROUNDTRIM_CUDA_OWN(name)))
 
 /* Returned when a wrapper is called in a process with no driver (dlsym(RTLD_DEFAULT, ...) finds
  * our exports even then). */

@@ -33,11 +33,16 @@ ROUNDTRIM_EXPORT int malloc_trim(size_t pad)
     return fn ? fn(pad) : 0;
 }
 
+/* Our hook's own address, bound when the library is linked: taken by the exported name it would
+ * be a symbol the loader looks up at every process start. */
+extern __typeof__(malloc_trim) own_malloc_trim
+    __attribute__((alias("malloc_trim"), visibility("hidden")));
+
 void *roundtrim_trim_dlsym_substitute(void *handle)
 {
     void *(*rdlsym)(void *, const char *) = roundtrim_real_dlsym();
     malloc_trim_fn fn = next();
     if (!rdlsym || !fn)
         return NULL;
-    return rdlsym(handle, "malloc_trim") == (void *)fn ? (void *)malloc_trim : NULL;
+    return rdlsym(handle, "malloc_trim") == (void *)fn ? (void *)own_malloc_trim : NULL;
 }

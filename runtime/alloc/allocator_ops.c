@@ -9,6 +9,8 @@
 #include "policy/round_record.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/loaded_object.h"
+#include "runtime/core/loader_tables.h"
+#include "runtime/core/real_dlsym.h"
 #include "runtime/core/settings.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/alloc/next_alloc.h"
@@ -41,20 +43,12 @@ static void name_object(const char *path)
     strncpy(other_name, base, sizeof other_name - 1);
 }
 
-/* The first object in the search order that defines malloc itself: the one the program's calls
- * reach. dlsym's answer alone does not tell: in an executable built without -fPIE that takes
- * malloc's address, it is the executable's own stub, which only points further. */
-static void *first_malloc_definition(void)
+/* The first definition of malloc after the executable's stub, asked of the loader object by
+ * object (the tables could not tell). */
+static void *first_definition_after_main(void *first)
 {
-    void *first = dlsym(RTLD_DEFAULT, "malloc");
-    struct roundtrim_loaded_object where;
-    /* Only the executable can hold such a stub: anywhere else, the answer is the definition. */
-    if (!first || !roundtrim_loaded_object_of(first, &where) || !where.main_program)
-        return first;
     Dl_info info;
-    const ElfW(Sym) *sym = NULL;
-    if (!dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx != SHN_UNDEF)
-        return first;
+    roundtrim_dlerror_note();
     void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
     struct link_map *map = NULL;
     if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0 || !map)
@@ -69,6 +63,71 @@ static void *first_malloc_definition(void)
             return fn;
     }
     return first;
+}
+
+/* The same from the loader alone: dlsym's answer, then its entry in the executable's table. */
+static void *first_malloc_from_loader(void)
+{
+    void *first = dlsym(RTLD_DEFAULT, "malloc");
+    struct roundtrim_loaded_object where;
+    /* Only the executable can hold such a stub: anywhere else, the answer is the definition. */
+    if (!first || !roundtrim_loaded_object_of(first, &where) || !where.main_program)
+        return first;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || sym->st_shndx != SHN_UNDEF)
+        return first;
+    return first_definition_after_main(first);
+}
+
+/* The first object in the search order that defines malloc itself: the one the program's calls
+ * reach. dlsym's answer alone does not tell: in an executable built without -fPIE that takes
+ * malloc's address, it is the executable's own stub, which only points further. The loader's
+ * tables answer both questions at start without a lookup of the loader's (no dladdr). */
+static void *first_malloc_definition(void)
+{
+    struct roundtrim_symbol first, def;
+    switch (roundtrim_tables_default("malloc", &first)) {
+    case RT_SYM_ABSENT:
+        return NULL;
+    case RT_SYM_ASK_LOADER:
+        return first_malloc_from_loader();
+    case RT_SYM_FOUND:
+        break;
+    }
+    if (!first.where.main_program || first.sym->st_shndx != SHN_UNDEF)
+        return first.addr;
+    switch (roundtrim_tables_first_after_main("malloc", &def)) {
+    case RT_SYM_FOUND:
+        return def.addr;
+    case RT_SYM_ABSENT:
+        return first.addr;
+    case RT_SYM_ASK_LOADER:
+        break;
+    }
+    return first_definition_after_main(first.addr);
+}
+
+/* The allocator's own functions: dlsym(handle of its object, name), from the loader's tables
+ * where they are sure, else from a handle opened (without loading anything) at the first need. */
+struct allocator_object {
+    const struct roundtrim_loaded_object *obj;
+    void *handle;
+    bool opened;
+};
+
+static void *allocator_symbol(struct allocator_object *a, const char *name)
+{
+    struct roundtrim_symbol found;
+    void *p;
+    if (roundtrim_symbol_settled(roundtrim_tables_in_object(a->obj, name, &found), &found, &p))
+        return p;
+    if (!a->opened) {
+        a->opened = true;
+        roundtrim_dlerror_note();
+        a->handle = dlopen(a->obj->main_program ? NULL : a->obj->path, RTLD_LAZY | RTLD_NOLOAD);
+    }
+    return a->handle ? dlsym(a->handle, name) : NULL;
 }
 
 /* The allocator is the one whose object defines the malloc the program's calls reach: ours,
@@ -88,28 +147,29 @@ void roundtrim_allocator_detect(void)
         strncpy(other_name, "unknown", sizeof other_name - 1);
         return;
     }
-    void *obj = dlopen(info.main_program ? NULL : info.path, RTLD_LAZY | RTLD_NOLOAD);
-    if (!obj) {
+    struct allocator_object obj = {&info, NULL, false};
+    je_mallctl = (mallctl_fn)allocator_symbol(&obj, "mallctl");
+    if (obj.opened && !obj.handle) {
         name_object(info.path);
         return;
     }
-    je_mallctl = (mallctl_fn)dlsym(obj, "mallctl");
     if (je_mallctl) {
         kind = RT_ALLOC_JEMALLOC;
         /* Its own per-thread byte counters spare the hooks a size lookup per block: only when
          * our hooks forward to it, and not with sampling on, whose countdown runs on sizes. */
         if (!counts_skipped && !roundtrim_config()->sites)
             roundtrim_counters_use_jemalloc(je_mallctl);
-    } else if (strstr(info.path, "libc.so")) {
-        glibc_mallinfo2 = (mallinfo2_fn)dlsym(obj, "mallinfo2");
-        glibc_malloc_trim = (malloc_trim_fn)dlsym(obj, "malloc_trim");
-        glibc_mallopt = (mallopt_fn)dlsym(obj, "mallopt");
+    } else if (roundtrim_loaded_object_is_libc(&info)) {
+        glibc_mallinfo2 = (mallinfo2_fn)allocator_symbol(&obj, "mallinfo2");
+        glibc_malloc_trim = (malloc_trim_fn)allocator_symbol(&obj, "malloc_trim");
+        glibc_mallopt = (mallopt_fn)allocator_symbol(&obj, "mallopt");
         if (glibc_malloc_trim)
             kind = RT_ALLOC_GLIBC;
     }
     if (kind == RT_ALLOC_OTHER)
         name_object(info.path);
-    dlclose(obj);
+    if (obj.handle)
+        dlclose(obj.handle);
 }
 
 const char *roundtrim_allocator_counts_skipped(void)

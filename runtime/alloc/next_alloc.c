@@ -73,7 +73,8 @@ static void *lookup(const char *name)
 static bool glibc_header_layout_holds(const struct roundtrim_next_alloc *n)
 {
     struct roundtrim_loaded_object owner;
-    if (!roundtrim_loaded_object_of((void *)n->malloc, &owner) || !strstr(owner.path, "libc.so"))
+    if (!roundtrim_loaded_object_of((void *)n->malloc, &owner) ||
+        !roundtrim_loaded_object_is_libc(&owner))
         return false;
     /* Look before reading any header: glibc's smallest chunk holds 24 usable bytes on 64-bit
      * (12 on 32-bit). A malloc that only borrows glibc's name (valgrind's, say) reports the

@@ -1,7 +1,8 @@
 #include "runtime/core/loaded_object.h"
 
 #include <link.h>
-#include <string.h>
+
+#include "runtime/core/loader_tables.h"
 
 struct search {
     uintptr_t addr;
@@ -36,12 +37,44 @@ bool roundtrim_loaded_object_of(const void *addr, struct roundtrim_loaded_object
     struct search s = {(uintptr_t)addr, 0, false, out};
     if (!addr)
         return false;
+    /* The objects loaded at start are listed first, each at its place (the vDSO, which the
+     * tables leave out, maps nothing of theirs). */
+    if (roundtrim_tables_owner(addr, out))
+        return true;
     dl_iterate_phdr(visit, &s);
     return s.found;
+}
+
+/* Comparisons of our own: each libc function first called at start costs every process a lazy
+ * binding (some 700 instructions). */
+static bool has_at(const char *s, const char *part)
+{
+    while (*part)
+        if (*s++ != *part++)
+            return false;
+    return true;
+}
+
+bool roundtrim_loaded_object_is_libc(const struct roundtrim_loaded_object *obj)
+{
+    for (const char *s = obj->path; *s; s++)
+        if (has_at(s, "libc.so"))
+            return true;
+    return false;
 }
 
 bool roundtrim_loaded_object_same(const struct roundtrim_loaded_object *a,
                                   const struct roundtrim_loaded_object *b)
 {
-    return a->bias == b->bias && strcmp(a->path, b->path) == 0;
+    if (a->bias != b->bias)
+        return false;
+    /* The loader's own name string, as a rule: both were read from its list. */
+    if (a->path == b->path)
+        return true;
+    const char *x = a->path, *y = b->path;
+    while (*x && *x == *y) {
+        x++;
+        y++;
+    }
+    return *x == *y;
 }

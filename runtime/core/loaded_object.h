@@ -17,6 +17,9 @@ struct roundtrim_loaded_object {
 /* False when no loaded object maps addr. */
 bool roundtrim_loaded_object_of(const void *addr, struct roundtrim_loaded_object *out);
 
+/* Whether the object's path names glibc's libc.so. */
+bool roundtrim_loaded_object_is_libc(const struct roundtrim_loaded_object *obj);
+
 /* Whether a and b are the same loaded object. */
 bool roundtrim_loaded_object_same(const struct roundtrim_loaded_object *a,
                                   const struct roundtrim_loaded_object *b);

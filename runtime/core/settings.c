@@ -1,9 +1,11 @@
 #include "runtime/core/settings.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "runtime/core/clock.h"
 #include "runtime/core/safe_file.h"
@@ -15,14 +17,15 @@ static struct roundtrim_config config;
 static double start_ts;
 static bool active;
 
-/* The strings the settings point at are copied: the program may change its environment later. */
+/* The strings the settings point at are copied when they come from the environment: the program
+ * may change it later. A default is the option table's own text, which never changes. */
 static char string_store[16384];
 static size_t string_used;
 
-static const char *keep_string(const char *s)
+static const char *keep_string(enum roundtrim_option_id id, const char *s)
 {
-    if (!s)
-        return NULL;
+    if (!s || config.setting[id].source != RT_FROM_VARIABLE)
+        return s;
     size_t n = strlen(s) + 1;
     if (string_used + n > sizeof string_store)
         return NULL;
@@ -76,10 +79,91 @@ void roundtrim_warn_once_errno(const char *text, int err)
     roundtrim_warn(line);
 }
 
+/* The variables the settings may read, found in one pass over the environment at start (a getenv
+ * per option walked the whole environment some thirty times in every process). Only names under
+ * these prefixes are kept; any other name is looked up with getenv. */
+static inline __attribute__((always_inline)) bool has_prefix(const char *s, const char *prefix)
+{
+    while (*prefix)
+        if (*s++ != *prefix++)
+            return false;
+    return true;
+}
+
+static inline __attribute__((always_inline)) bool settings_name(const char *s)
+{
+    switch (s[0]) {
+    case 'R':
+        return has_prefix(s + 1, "OUNDTRIM_");
+    case 'N':
+        return has_prefix(s + 1, "VFLARE_");
+    case 'M':
+        return has_prefix(s + 1, "ALLOC_");
+    case 'G':
+        return has_prefix(s + 1, "LIBC_TUNABLES");
+    default:
+        return false;
+    }
+}
+
+#define ENV_KEPT 64
+static const char *env_kept[ENV_KEPT]; /* "NAME=value", in the environment's order */
+static unsigned env_kept_count;
+static bool env_scanned, env_overflow;
+/* The first two characters of every name in the environment, hashed into 256 bits: a name whose
+ * bit is clear is certainly not there (most lookups end on this one test). */
+static uint64_t env_seen[4];
+
+static inline unsigned name_key(const char *s, char end)
+{
+    unsigned c0 = (unsigned char)s[0];
+    if (c0 == 0 || c0 == (unsigned char)end)
+        return 0;
+    unsigned c1 = (unsigned char)s[1];
+    if (c1 == (unsigned char)end)
+        c1 = 0;
+    return (c0 * 31 + c1) & 255;
+}
+
+static void env_scan(void)
+{
+    env_scanned = true;
+    for (char **e = environ; e && *e; e++) {
+        unsigned k = name_key(*e, '=');
+        env_seen[k >> 6] |= (uint64_t)1 << (k & 63);
+        if (!settings_name(*e))
+            continue;
+        if (env_kept_count == ENV_KEPT) {
+            env_overflow = true; /* more than fit: getenv answers everything */
+            return;
+        }
+        env_kept[env_kept_count++] = *e;
+    }
+}
+
+/* getenv(name), the first entry of that name winning as there. Only at start: the entries kept
+ * are the environment's as it was then. */
 static const char *env_lookup(void *ctx, const char *name)
 {
     (void)ctx;
-    return getenv(name);
+    if (!env_scanned)
+        env_scan();
+    unsigned k = name_key(name, '\0');
+    if (!env_overflow && !(env_seen[k >> 6] & ((uint64_t)1 << (k & 63))))
+        return NULL;
+    if (env_overflow || !settings_name(name))
+        return getenv(name);
+    for (unsigned i = 0; i < env_kept_count; i++) {
+        const char *e = env_kept[i];
+        const char *n = name;
+        while (*n && *e == *n) {
+            e++;
+            n++;
+        }
+        if (!*n && *e == '=')
+            return e + 1;
+    }
+    return NULL;
 }
 
 bool roundtrim_settings_load(void)
@@ -90,10 +174,10 @@ bool roundtrim_settings_load(void)
     if (getauxval(AT_SECURE))
         return false;
     roundtrim_config_load(&config, env_lookup, NULL);
-    config.log_path = keep_string(config.log_path);
-    config.py_hook = keep_string(config.py_hook);
-    config.prom_file = keep_string(config.prom_file);
-    config.cgroup_dir = keep_string(config.cgroup_dir);
+    config.log_path = keep_string(RT_OPT_LOG, config.log_path);
+    config.py_hook = keep_string(RT_OPT_PY_HOOK, config.py_hook);
+    config.prom_file = keep_string(RT_OPT_PROM_FILE, config.prom_file);
+    config.cgroup_dir = keep_string(RT_OPT_CGROUP_DIR, config.cgroup_dir);
     for (unsigned i = 0; i < config.warning_count; i++)
         roundtrim_warn(config.warnings[i]);
     return !config.disabled;

@@ -13,8 +13,10 @@
 
 #include "runtime/cuda/types.h"
 
-/* The entry points shim/cuda_hooks.c wraps (exports of its own, by the same names). */
-#define ROUNDTRIM_CUDA_WRAPPED(X)                                                                  \
+/* The entry points roundtrim wraps (exports of its own, by the same names): the memory and
+ * capture calls (shim/cuda_hooks.c), then the lookups (shim/cuda_resolve.c). */
+#define ROUNDTRIM_CUDA_WRAPPED(X) ROUNDTRIM_CUDA_WRAPPED_CALLS(X) ROUNDTRIM_CUDA_WRAPPED_LOOKUPS(X)
+#define ROUNDTRIM_CUDA_WRAPPED_CALLS(X)                                                            \
     X(cuMemAlloc_v2)                                                                               \
     X(cuMemAllocPitch_v2)                                                                          \
     X(cuMemAllocManaged)                                                                           \
@@ -41,7 +43,8 @@
     X(cuStreamBeginCaptureToGraph)                                                                 \
     X(cuStreamBeginCaptureToGraph_ptsz)                                                            \
     X(cuStreamEndCapture)                                                                          \
-    X(cuStreamEndCapture_ptsz)                                                                     \
+    X(cuStreamEndCapture_ptsz)
+#define ROUNDTRIM_CUDA_WRAPPED_LOOKUPS(X)                                                          \
     X(cuGetProcAddress)                                                                            \
     X(cuGetProcAddress_v2)                                                                         \
     X(cuGetProcAddress_v2_ptsz)

@@ -1,9 +1,9 @@
 #include "runtime/python/api.h"
 
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "runtime/core/real_dlsym.h"
 #include "runtime/python/frames.h"
 
 struct roundtrim_py_api roundtrim_py __attribute__((visibility("hidden")));
@@ -92,7 +92,7 @@ static bool resolve_all(const struct sym *syms, size_t n)
 {
     bool all = true;
     for (size_t i = 0; i < n; i++) {
-        void *p = dlsym(RTLD_DEFAULT, syms[i].name);
+        void *p = roundtrim_default_symbol(syms[i].name);
         *(void **)((char *)&roundtrim_py + syms[i].offset) = p;
         if (!p)
             all = false;
@@ -102,8 +102,8 @@ static bool resolve_all(const struct sym *syms, size_t n)
 
 static void *optional(const char *a, const char *b)
 {
-    void *p = dlsym(RTLD_DEFAULT, a);
-    return p || !b ? p : dlsym(RTLD_DEFAULT, b);
+    void *p = roundtrim_default_symbol(a);
+    return p || !b ? p : roundtrim_default_symbol(b);
 }
 
 static void parse_version(const char *v, int *major, int *minor)
@@ -124,8 +124,8 @@ bool roundtrim_py_resolve(void)
     if (roundtrim_py.found)
         return true;
     /* A process without Python answers the first probe, and only that one is made each time:
-     * a failed dlsym allocates. */
-    if (!dlsym(RTLD_DEFAULT, "Py_IsInitialized"))
+     * a failed dlsym allocates (the loader's tables answer it without dlsym where they can). */
+    if (!roundtrim_default_symbol("Py_IsInitialized"))
         return false;
     if (!resolve_all(gc_syms, sizeof gc_syms / sizeof gc_syms[0]))
         return false;

@@ -1,4 +1,5 @@
 #include "runtime/python/audit_entry.h"
+#include "runtime/core/loader_tables.h"
 #include "runtime/core/pages.h"
 
 #include <dlfcn.h>
@@ -40,21 +41,32 @@ static void find_head(uintptr_t *now, const uintptr_t *before, size_t words, py_
     }
 }
 
-static size_t runtime_size(void *runtime)
+/* The runtime's address and size: from the loader's tables (no dladdr, which searches the whole
+ * symbol table for the nearest symbol: some 60,000 instructions at every interpreter's start),
+ * else from dlsym and dladdr1. */
+static void *find_runtime(size_t *size)
 {
+    struct roundtrim_symbol s;
+    void *runtime;
+    if (roundtrim_symbol_settled(roundtrim_tables_default("_PyRuntime", &s), &s, &runtime)) {
+        *size = runtime ? (size_t)s.sym->st_size : 0;
+        return runtime;
+    }
+    runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (!dladdr1(runtime, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
-        info.dli_saddr != runtime)
-        return 0;
-    return (size_t)sym->st_size;
+    if (runtime && dladdr1(runtime, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+        info.dli_saddr == runtime)
+        *size = (size_t)sym->st_size;
+    return runtime;
 }
 
 int roundtrim_py_audit_add_early(int (*add)(py_audit_hook, void *), py_audit_hook hook)
 {
-    void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
-    size_t size =
-        runtime && ((uintptr_t)runtime % sizeof(uintptr_t)) == 0 ? runtime_size(runtime) : 0;
+    size_t size = 0;
+    void *runtime = find_runtime(&size);
+    if (!runtime || ((uintptr_t)runtime % sizeof(uintptr_t)) != 0)
+        size = 0;
     void *before = NULL;
     if (size >= sizeof(uintptr_t) && size <= (64u << 20)) {
         before = roundtrim_pages_map(size);
