@@ -29,3 +29,20 @@ install-scripts: $(BUILD)/roundtrim-options
 	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
 
 INSTALL_HOOKS += install-scripts
+
+# The option table's defaults, parsed at build time for the library (policy/options.c), so that
+# a start reads values instead of parsing the same text in every process.
+$(BUILD)/option-defaults: scripts/option-defaults.c $(POLICY_SRCS) $(wildcard policy/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 -I. scripts/option-defaults.c $(POLICY_SRCS) -o $@
+
+$(BUILD)/gen/option_defaults.h: $(BUILD)/option-defaults
+	@mkdir -p $(dir $@)
+	$< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/policy/options.o: $(BUILD)/gen/option_defaults.h
+$(BUILD)/obj/policy/options.o: LIB_CFLAGS += -I$(BUILD)/gen \
+    -DROUNDTRIM_DEFAULTS_HEADER='"option_defaults.h"'
+
+$(BUILD)/unit/check_option_defaults: $(BUILD)/gen/option_defaults.h
+UNIT_CFLAGS_check_option_defaults := -I$(BUILD)/gen

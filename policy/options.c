@@ -299,14 +299,82 @@ static void used_text(const struct roundtrim_option *o, enum roundtrim_role role
 
 /* Sets option id to its row's default for the role: the same parser as the variables, so the
  * table's text is the only place a default is written. */
+/* A parsed value of a non-string option in 64 bits. */
+static uint64_t value_bits(const struct roundtrim_option *o, const void *field)
+{
+    switch (o->type) {
+    case RT_TYPE_BOOL:
+        return *(const bool *)field;
+    case RT_TYPE_UINT:
+        return *(const uint64_t *)field;
+    case RT_TYPE_SIGNAL:
+        return (uint64_t) * (const int *)field;
+    case RT_TYPE_ROLE:
+        return (uint64_t) * (const enum roundtrim_role *)field;
+    case RT_TYPE_STRING:
+        break;
+    }
+    return 0;
+}
+
+bool roundtrim_option_default_bits(enum roundtrim_option_id id, enum roundtrim_role role,
+                                   uint64_t *bits)
+{
+    const struct roundtrim_option *o = &roundtrim_options[id];
+    const char *text = default_for(o, role);
+    struct roundtrim_config scratch;
+    void *field = field_of(&scratch, id);
+    if (o->type == RT_TYPE_STRING || !text || !field || !parse_value(o, text, field))
+        return false;
+    *bits = value_bits(o, field);
+    return true;
+}
+
+/* The library is built with the defaults already parsed (ROUNDTRIM_DEFAULT_BITS, generated from
+ * this table by the same parser at build time, and checked against it by a unit suite): a start
+ * reads them instead of parsing text. Elsewhere the text is parsed. */
+#ifdef ROUNDTRIM_DEFAULTS_HEADER
+#include ROUNDTRIM_DEFAULTS_HEADER
+static const uint64_t default_bits[RT_OPT_COUNT][2] = ROUNDTRIM_DEFAULT_BITS;
+
+static void store_bits(const struct roundtrim_option *o, void *field, uint64_t bits)
+{
+    switch (o->type) {
+    case RT_TYPE_BOOL:
+        *(bool *)field = bits != 0;
+        break;
+    case RT_TYPE_UINT:
+        *(uint64_t *)field = bits;
+        break;
+    case RT_TYPE_SIGNAL:
+        *(int *)field = (int)bits;
+        break;
+    case RT_TYPE_ROLE:
+        *(enum roundtrim_role *)field = (enum roundtrim_role)bits;
+        break;
+    case RT_TYPE_STRING:
+        break;
+    }
+}
+#endif
+
+/* Sets option id to its row's default for the role: the table's text is the only place a
+ * default is written. */
 static void set_default(struct roundtrim_config *cfg, enum roundtrim_option_id id)
 {
     const struct roundtrim_option *o = &roundtrim_options[id];
     cfg->setting[id].source = o->server_default ? RT_FROM_ROLE : RT_FROM_DEFAULT;
     cfg->setting[id].value_from = NULL;
     const char *text = default_for(o, cfg->role);
-    if (text)
-        parse_value(o, text, field_of(cfg, id));
+    if (!text)
+        return;
+#ifdef ROUNDTRIM_DEFAULTS_HEADER
+    if (o->type != RT_TYPE_STRING) {
+        store_bits(o, field_of(cfg, id), default_bits[id][cfg->role == RT_ROLE_SERVER]);
+        return;
+    }
+#endif
+    parse_value(o, text, field_of(cfg, id));
 }
 
 /* Reads option id: its default first, then its variable (or alias, if allowed). */

@@ -109,6 +109,12 @@ struct roundtrim_config {
 /* The default as people read it: "85", "1 (client), 5 (server)", "0 (off)", "(unset)". */
 void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, size_t len);
 
+/* The default of a non-string option for the role, parsed from its row, in 64 bits (a bool, a
+ * uint, a signal number or a role); false for strings and options unset by default. What the
+ * build parses once into the library (scripts/option-defaults.c). */
+bool roundtrim_option_default_bits(enum roundtrim_option_id id, enum roundtrim_role role,
+                                   uint64_t *bits);
+
 /* Reads a variable; returns NULL when unset. ctx is passed through. */
 typedef const char *(*roundtrim_env_lookup)(void *ctx, const char *name);
 

@@ -3,7 +3,30 @@
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
-#include <strings.h>
+
+/* ASCII letters compared without case, whatever the program's locale (strcasecmp follows it). */
+static char ascii_lower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+/* Whether the first n bytes of a and b are the same but for case (both end at a NUL before n
+ * or neither). */
+static bool same_ascii_n(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ascii_lower(a[i]) != ascii_lower(b[i]))
+            return false;
+        if (a[i] == '\0')
+            return true;
+    }
+    return true;
+}
+
+static bool same_ascii(const char *a, const char *b)
+{
+    return same_ascii_n(a, b, (size_t)-1);
+}
 
 static const char *skip_blanks(const char *s)
 {
@@ -39,11 +62,11 @@ bool roundtrim_parse_bool(const char *text, bool *out)
     if (!text)
         return false;
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
-        if (strcasecmp(text, yes[i]) == 0) {
+        if (same_ascii(text, yes[i])) {
             *out = true;
             return true;
         }
-        if (strcasecmp(text, no[i]) == 0) {
+        if (same_ascii(text, no[i])) {
             *out = false;
             return true;
         }
@@ -77,10 +100,10 @@ static int realtime_signal(const char *s, int rtmin, int rtmax)
 {
     int base;
     char sign;
-    if (strncasecmp(s, "RTMIN", 5) == 0) {
+    if (same_ascii_n(s, "RTMIN", 5)) {
         base = rtmin;
         sign = '+';
-    } else if (strncasecmp(s, "RTMAX", 5) == 0) {
+    } else if (same_ascii_n(s, "RTMAX", 5)) {
         base = rtmax;
         sign = '-';
     } else {
@@ -104,7 +127,7 @@ bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out)
     if (!text)
         return false;
     const char *s = skip_blanks(text);
-    if (strcasecmp(s, "none") == 0 || strcasecmp(s, "off") == 0) {
+    if (same_ascii(s, "none") || same_ascii(s, "off")) {
         *out = 0;
         return true;
     }
@@ -118,10 +141,10 @@ bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out)
         }
         return false;
     }
-    if (strncasecmp(s, "SIG", 3) == 0)
+    if (same_ascii_n(s, "SIG", 3))
         s += 3;
     for (size_t i = 0; i < sizeof round_signals / sizeof round_signals[0]; i++) {
-        if (strcasecmp(s, round_signals[i].name + 3) == 0) {
+        if (same_ascii(s, round_signals[i].name + 3)) {
             *out = round_signals[i].sig;
             return true;
         }
@@ -136,7 +159,10 @@ bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out)
 bool roundtrim_parse_signal(const char *text, int *out)
 {
     /* glibc's SIGRTMIN and SIGRTMAX are calls: the range it leaves to applications at run time
-     * (the threading library keeps the first few). */
+     * (the threading library keeps the first few). The names and numbers of the other round
+     * signals need no range (an empty one): asked first, so the common case makes no call. */
+    if (roundtrim_parse_signal_in(text, 0, -1, out))
+        return true;
     return roundtrim_parse_signal_in(text, SIGRTMIN, SIGRTMAX, out);
 }
 

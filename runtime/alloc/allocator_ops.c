@@ -24,6 +24,8 @@ static enum roundtrim_allocator kind = RT_ALLOC_OTHER;
 static char other_name[256] = "other";
 static mallctl_fn je_mallctl;
 static mallinfo2_fn glibc_mallinfo2;
+static struct roundtrim_loaded_object serving_libc; /* the glibc that serves, for late lookups */
+static bool mallinfo2_looked;
 static malloc_trim_fn glibc_malloc_trim;
 static mallopt_fn glibc_mallopt;
 
@@ -148,7 +150,9 @@ void roundtrim_allocator_detect(void)
         return;
     }
     struct allocator_object obj = {&info, NULL, false};
-    je_mallctl = (mallctl_fn)allocator_symbol(&obj, "mallctl");
+    bool libc = roundtrim_loaded_object_is_libc(&info);
+    /* glibc has no mallctl: not asked there. */
+    je_mallctl = libc ? NULL : (mallctl_fn)allocator_symbol(&obj, "mallctl");
     if (obj.opened && !obj.handle) {
         name_object(info.path);
         return;
@@ -159,8 +163,10 @@ void roundtrim_allocator_detect(void)
          * our hooks forward to it, and not with sampling on, whose countdown runs on sizes. */
         if (!counts_skipped && !roundtrim_config()->sites)
             roundtrim_counters_use_jemalloc(je_mallctl);
-    } else if (roundtrim_loaded_object_is_libc(&info)) {
-        glibc_mallinfo2 = (mallinfo2_fn)allocator_symbol(&obj, "mallinfo2");
+    } else if (libc) {
+        /* mallinfo2 is looked up at its first use, on the worker: most processes never end a
+         * round. */
+        serving_libc = info;
         glibc_malloc_trim = (malloc_trim_fn)allocator_symbol(&obj, "malloc_trim");
         glibc_mallopt = (mallopt_fn)allocator_symbol(&obj, "mallopt");
         if (glibc_malloc_trim)
@@ -197,6 +203,13 @@ const char *roundtrim_allocator_name(void)
 
 bool roundtrim_allocator_heap_live(uint64_t *bytes)
 {
+    if (kind == RT_ALLOC_GLIBC && !mallinfo2_looked) {
+        struct allocator_object obj = {&serving_libc, NULL, false};
+        glibc_mallinfo2 = (mallinfo2_fn)allocator_symbol(&obj, "mallinfo2");
+        if (obj.handle)
+            dlclose(obj.handle);
+        mallinfo2_looked = true;
+    }
     if (kind == RT_ALLOC_GLIBC && glibc_mallinfo2) {
         /* Walks every arena under its lock: fine once a round, not per sample. */
         struct mallinfo2 mi = glibc_mallinfo2();

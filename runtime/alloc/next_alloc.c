@@ -86,7 +86,13 @@ static bool glibc_header_layout_holds(const struct roundtrim_next_alloc *n)
     n->free(probe);
     if (!glibc_sized)
         return false;
-    static const size_t sizes[] = {1, 24, 100, 1000, 5000, 70000, 300000};
+    /* One block of each kind of chunk (the probe above was a small one): one from the heap, one
+     * mapped on its own; the aligned one below has a header of its own again. The mapped one is
+     * larger than glibc's largest dynamic mmap threshold (4 MiB times sizeof(long)): freeing a
+     * smaller mapped block would raise the program's threshold, and its blocks of 128 KiB up to
+     * that size would then come from the heap instead of being mapped as they are without
+     * roundtrim. */
+    static const size_t sizes[] = {1000, ((size_t)4 << 20) * sizeof(long) + ((size_t)1 << 20)};
     bool same = true;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && same; i++) {
         void *p = n->malloc(sizes[i]);

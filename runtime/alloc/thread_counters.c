@@ -47,8 +47,13 @@ static bool exit_key_ok;
  * count). Called with registry_lock held. */
 static struct block *take_block(void)
 {
+    /* The first page is the library's own: most processes never need a second one, nor the
+     * system call for it. */
+    static struct block first_page[SLAB_BYTES / sizeof(struct block)];
+    static bool first_page_used;
     if (!free_blocks) {
-        struct block *page = roundtrim_pages_map(SLAB_BYTES);
+        struct block *page = first_page_used ? roundtrim_pages_map(SLAB_BYTES) : first_page;
+        first_page_used = true;
         if (!page)
             return NULL;
         struct block *head = __atomic_load_n(&all_blocks, __ATOMIC_RELAXED);

@@ -57,10 +57,12 @@ static bool has_at(const char *s, const char *part)
 
 bool roundtrim_loaded_object_is_libc(const struct roundtrim_loaded_object *obj)
 {
+    /* The file's own name, not a folder's: libc.so.6, libc.so */
+    const char *base = obj->path;
     for (const char *s = obj->path; *s; s++)
-        if (has_at(s, "libc.so"))
-            return true;
-    return false;
+        if (*s == '/')
+            base = s + 1;
+    return has_at(base, "libc.so");
 }
 
 bool roundtrim_loaded_object_same(const struct roundtrim_loaded_object *a,

@@ -21,10 +21,11 @@ static __thread bool on_worker;
 static pid_t worker_tid;
 static roundtrim_worker_body_fn body;
 
+static bool wake_ready; /* sem_init'ed: at the first start, not in every process's start */
+
 void roundtrim_worker_thread_init(roundtrim_worker_body_fn fn)
 {
     body = fn;
-    sem_init(&wake, 0, 0);
 }
 
 bool roundtrim_worker_running(void)
@@ -94,6 +95,11 @@ bool roundtrim_worker_ensure(void)
                                      __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         /* Another thread is starting it: it will look at everything pending once running. */
         return expected != WORKER_FAILED;
+    }
+    /* Only the thread that moved the state from NONE gets here; nobody posts before RUNNING. */
+    if (!wake_ready) {
+        sem_init(&wake, 0, 0);
+        wake_ready = true;
     }
     /* The worker must never run the application's signal handlers. What pthread_create
      * allocates on this thread is roundtrim's, not the round's. */
@@ -175,4 +181,5 @@ void roundtrim_worker_fork_child(void)
     roundtrim_fast_path_resume();
     on_worker = false;
     sem_init(&wake, 0, 0);
+    wake_ready = true;
 }

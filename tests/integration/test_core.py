@@ -396,3 +396,14 @@ def test_lookups_at_start_leave_nothing_for_the_programs_dlerror(run_shim):
     want = {"pending_at_start": 0, "missing": 1, "own_error_named": 1}
     assert json.loads(bare.stdout) == want
     assert res.stdout_json()[0] == want
+
+
+
+def test_the_programs_mmap_threshold_is_glibcs_own(run_shim):
+    """roundtrim's look at glibc's block headers at start leaves glibc's dynamic mmap threshold
+    where it was: a program's first 200 KiB block is mapped on its own, bare and preloaded."""
+    bare = subprocess.run([prog("first_large_block")], capture_output=True, text=True, check=True)
+    res = run_shim([prog("first_large_block")])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(bare.stdout) == {"mapped": 1}
+    assert res.stdout_json()[0] == {"mapped": 1}
