@@ -247,6 +247,23 @@ static bool read_object(struct table *t, const struct dl_phdr_info *info, bool m
     return true;
 }
 
+/* Whether an object is a filter (DT_FILTER, DT_AUXILIARY); true where its dynamic section cannot
+ * be found. */
+static bool has_filter(const struct dl_phdr_info *info)
+{
+    const ElfW(Phdr) *dyn_ph = NULL;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn_ph = &info->dlpi_phdr[i];
+    if (!dyn_ph)
+        return true;
+    for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dyn_ph->p_vaddr);
+         d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_FILTER || d->d_tag == DT_AUXILIARY)
+            return true;
+    return false;
+}
+
 static int collect(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct build *b = arg;
@@ -257,7 +274,14 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
     adds_at_build = info->dlpi_adds;
     if (b->loader_seen) { /* something follows the loader: opened later, or loaded after it */
         loader_last = false;
-        return 1;
+        /* A filter anywhere: each search list the loader builds that reaches it (one for a
+         * dlopen of an object loaded at start, too) moves its filtee to just before it in the
+         * list of objects, so that list's order is no longer the global search order. */
+        if (has_filter(info)) {
+            b->failed = true;
+            return 1;
+        }
+        return 0;
     }
     bool main_program = b->listed++ == 0; /* the loader lists the executable first */
     if (info->dlpi_phdr == b->vdso_phdr)

@@ -99,3 +99,45 @@ def test_dlerror_is_left_clean(run_shim):
     to leave "undefined symbol: Py_IsInitialized" for the program's first dlerror()."""
     res = run_shim([prog("dlerror_clean")], log=False)
     assert (res.returncode, res.stdout, res.stderr) == (0, "(none)\n", "")
+
+
+FILTER_SOURCES = {
+    # libA and libB both define unshare (hooked by roundtrim, forwarded to RTLD_NEXT's answer):
+    # the program's call reaches libA's, first in the search order.
+    "a.c": "int unshare(int f) { (void)f; return 111; }\n",
+    # Its constructor, run before roundtrim's, opens itself again: the loader builds libB's own
+    # search list, reaches the filter libF (through libX) and moves libF's filtee, libA, to just
+    # before libF in its list of objects, after the loader's own entry. The global search order
+    # does not change.
+    "b.c": "#include <dlfcn.h>\n"
+           "int unshare(int f) { (void)f; return 222; }\n"
+           "__attribute__((constructor)) static void c(void)"
+           " { dlopen(\"libB.so\", RTLD_NOW | RTLD_NOLOAD); }\n",
+    "x.c": "int x_fn(void) { return 5; }\n",
+    "f.c": "int f_fn(void) { return 6; }\n",
+    "main.c": "#define _GNU_SOURCE\n#include <sched.h>\n#include <stdio.h>\n"
+              "int main(void) { printf(\"unshare %d\\n\", unshare(0)); return 0; }\n",
+}
+
+
+def test_a_filter_that_reorders_the_loaders_list_leaves_lookups_to_the_loader(tmp_path):
+    for name, text in FILTER_SOURCES.items():
+        (tmp_path / name).write_text(text)
+
+    def cc(*args):
+        subprocess.run(["gcc", *args], cwd=tmp_path, check=True)
+
+    rpath = "-Wl,-rpath,$ORIGIN"
+    cc("-shared", "-fPIC", "-o", "libF.so", "f.c", "-Wl,-soname,libF.so", "-Wl,--auxiliary=libA.so")
+    cc("-shared", "-fPIC", "-o", "libX.so", "x.c", "-Wl,-soname,libX.so", "-L.", "-Wl,--no-as-needed",
+       "-lF", rpath)
+    cc("-shared", "-fPIC", "-o", "libA.so", "a.c", "-Wl,-soname,libA.so")
+    cc("-shared", "-fPIC", "-o", "libB.so", "b.c", "-Wl,-soname,libB.so", "-L.", "-Wl,--no-as-needed",
+       "-lX", rpath)
+    # search order: main, roundtrim, libA, libB, libc, libX, the loader, libF
+    cc("-o", "main", "main.c", "-L.", "-Wl,--no-as-needed", "-lA", "-lB", "-lc", rpath)
+    argv = [str(tmp_path / "main")]
+    bare = subprocess.run(argv, env=shim_env(preload=False), capture_output=True, text=True)
+    assert bare.stdout == "unshare 111\n", bare
+    shimmed = subprocess.run(argv, env=shim_env(), capture_output=True, text=True)
+    assert (shimmed.returncode, shimmed.stdout) == (0, bare.stdout), shimmed
