@@ -2,22 +2,15 @@
 PY_FRAMES_CORE := runtime/core/loader_tables.c runtime/core/loaded_object.c runtime/core/real_dlsym.c
 
 # The Python frame reader in a library the tests load into each interpreter through ctypes,
-# with UBSan watching its reads.
+# with UBSan watching its reads; and the same reader inside malloc, preloaded into Python (no
+# sanitizer there: it replaces malloc).
 PY_FRAMES_PROBE := $(BUILD)/tests/libpy_frames_probe.so
-CHECK_DEPS += $(PY_FRAMES_PROBE)
-$(PY_FRAMES_PROBE): tests/programs/libpy_frames_probe.c runtime/python/frames.c \
-                    runtime/python/api.c $(PY_FRAMES_CORE) runtime/python/frames.h \
-                    runtime/python/api.h
-	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. -fsanitize=undefined \
-	    -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -ldl -Wl,--no-undefined
-
-# The same reader inside malloc, preloaded into Python (no sanitizer: it replaces malloc).
 PY_FRAMES_MALLOC := $(BUILD)/tests/libpy_frames_malloc.so
-CHECK_DEPS += $(PY_FRAMES_MALLOC)
-$(PY_FRAMES_MALLOC): tests/programs/libpy_frames_malloc.c runtime/python/frames.c \
-                     runtime/python/api.c $(PY_FRAMES_CORE) runtime/python/frames.h \
-                     runtime/python/api.h
+CHECK_DEPS += $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC)
+$(PY_FRAMES_PROBE): PY_FRAMES_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all
+$(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC): $(BUILD)/tests/lib%.so: tests/programs/lib%.c \
+        runtime/python/frames.c runtime/python/api.c $(PY_FRAMES_CORE) runtime/python/frames.h \
+        runtime/python/api.h
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(filter %.c,$^) -o $@ -ldl \
-	    -Wl,--no-undefined
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(PY_FRAMES_FLAGS) $(filter %.c,$^) \
+	    -o $@ -ldl -Wl,--no-undefined
