@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* What a job reports. The job writes into storage that python_gil.c owns, never the caller's:
+/* What a job reports. The job writes into storage that gil.c owns, never the caller's:
  * a job may outlive the caller's wait (and the caller's stack frame). */
 struct roundtrim_py_result {
     uint64_t count, us;
