@@ -3,6 +3,7 @@
 #include <link.h>
 
 #include "runtime/core/loader_tables.h"
+#include "runtime/core/text.h"
 
 struct search {
     uintptr_t addr;
@@ -45,16 +46,6 @@ bool roundtrim_loaded_object_of(const void *addr, struct roundtrim_loaded_object
     return s.found;
 }
 
-/* Comparisons of our own: each libc function first called at start costs every process a lazy
- * binding (some 700 instructions). */
-static bool has_at(const char *s, const char *part)
-{
-    while (*part)
-        if (*s++ != *part++)
-            return false;
-    return true;
-}
-
 bool roundtrim_loaded_object_is_libc(const struct roundtrim_loaded_object *obj)
 {
     /* The file's own name, not a folder's: libc.so.6, libc.so */
@@ -62,7 +53,7 @@ bool roundtrim_loaded_object_is_libc(const struct roundtrim_loaded_object *obj)
     for (const char *s = obj->path; *s; s++)
         if (*s == '/')
             base = s + 1;
-    return has_at(base, "libc.so");
+    return roundtrim_starts_with(base, "libc.so");
 }
 
 bool roundtrim_loaded_object_same(const struct roundtrim_loaded_object *a,

@@ -6,6 +6,8 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "runtime/core/text.h"
+
 /* The objects the tables describe: the caller's namespace from the executable up to the loader
  * itself, in the loader's order, the vDSO left out.
  *
@@ -55,33 +57,6 @@ static unsigned self_index; /* this library */
 static bool loader_last;    /* nothing followed the loader when the tables were built */
 static unsigned long long adds_at_build;
 
-/* Small string helpers of our own: each libc function called at start costs every process a
- * lazy binding (some 700 instructions). */
-static bool starts_with(const char *s, const char *prefix)
-{
-    while (*prefix)
-        if (*s++ != *prefix++)
-            return false;
-    return true;
-}
-
-static bool same_string(const char *a, const char *b)
-{
-    while (*a && *a == *b) {
-        a++;
-        b++;
-    }
-    return *a == *b;
-}
-
-static bool contains(const char *s, const char *part)
-{
-    for (; *s; s++)
-        if (starts_with(s, part))
-            return true;
-    return false;
-}
-
 /* What the loader was told at start that changes what dlsym answers or prints. */
 static bool environment_allows(void)
 {
@@ -90,11 +65,11 @@ static bool environment_allows(void)
     for (char **e = environ; e && *e; e++) {
         const char *s = *e;
         if (s[0] == 'L' && s[1] == 'D' && s[2] == '_') {
-            if (starts_with(s + 3, "AUDIT=") || starts_with(s + 3, "DEBUG=") ||
-                starts_with(s + 3, "DYNAMIC_WEAK="))
+            if (roundtrim_starts_with(s + 3, "AUDIT=") || roundtrim_starts_with(s + 3, "DEBUG=") ||
+                roundtrim_starts_with(s + 3, "DYNAMIC_WEAK="))
                 return false;
-        } else if (s[0] == 'G' && starts_with(s, "GLIBC_TUNABLES=") &&
-                   contains(s, "dynamic_weak")) {
+        } else if (s[0] == 'G' && roundtrim_starts_with(s, "GLIBC_TUNABLES=") &&
+                   roundtrim_contains(s, "dynamic_weak")) {
             return false;
         }
     }
@@ -426,7 +401,7 @@ static bool entry_matches(const struct table *t, uint32_t idx, const struct quer
         return false;
     if (!((1u << type) & ALLOWED_TYPES))
         return false;
-    return sym->st_name < t->strsz && same_string(t->strtab + sym->st_name, q->name);
+    return sym->st_name < t->strsz && roundtrim_same_string(t->strtab + sym->st_name, q->name);
 }
 
 /* Notes a matching entry under one rule; true when that rule takes it at once. */
@@ -586,11 +561,11 @@ enum roundtrim_symbol_answer roundtrim_tables_first_after_main(const char *name,
 /* The object loaded for a DT_NEEDED name: the one whose DT_SONAME it is, when exactly one is. */
 static int needed_object(const char *name)
 {
-    if (contains(name, "/"))
+    if (roundtrim_contains(name, "/"))
         return -1;
     int found = -1;
     for (unsigned i = 0; i < count; i++) {
-        if (tables[i].soname && same_string(tables[i].soname, name)) {
+        if (tables[i].soname && roundtrim_same_string(tables[i].soname, name)) {
             if (found >= 0)
                 return -1;
             found = (int)i;

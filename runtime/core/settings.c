@@ -10,6 +10,7 @@
 #include "runtime/core/clock.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
+#include "runtime/core/text.h"
 
 const char roundtrim_nothing_to_do[] = "nothing_to_do";
 
@@ -82,25 +83,17 @@ void roundtrim_warn_once_errno(const char *text, int err)
 /* The variables the settings may read, found in one pass over the environment at start (a getenv
  * per option walked the whole environment some thirty times in every process). Only names under
  * these prefixes are kept; any other name is looked up with getenv. */
-static inline __attribute__((always_inline)) bool has_prefix(const char *s, const char *prefix)
-{
-    while (*prefix)
-        if (*s++ != *prefix++)
-            return false;
-    return true;
-}
-
 static inline __attribute__((always_inline)) bool settings_name(const char *s)
 {
     switch (s[0]) {
     case 'R':
-        return has_prefix(s + 1, "OUNDTRIM_");
+        return roundtrim_starts_with(s + 1, "OUNDTRIM_");
     case 'N':
-        return has_prefix(s + 1, "VFLARE_");
+        return roundtrim_starts_with(s + 1, "VFLARE_");
     case 'M':
-        return has_prefix(s + 1, "ALLOC_");
+        return roundtrim_starts_with(s + 1, "ALLOC_");
     case 'G':
-        return has_prefix(s + 1, "LIBC_TUNABLES");
+        return roundtrim_starts_with(s + 1, "LIBC_TUNABLES");
     default:
         return false;
     }
