@@ -20,7 +20,7 @@ $(BUILD)/tests/cuda_linked: tests/programs/cuda_linked.c tests/programs/cuda_com
 
 # The other cuda_* programs are built by the main Makefile's rule; they share a header.
 CUDA_PROGRAMS := cuda_dlopen cuda_getproc cuda_threads cuda_rtld_next cuda_none cuda_bench cuda_devices \
-                 cuda_variants
+                 cuda_variants cuda_diag
 TEST_PROGRAMS += $(filter-out $(TEST_PROGRAMS),$(CUDA_PROGRAMS) cuda_linked)
 $(CUDA_PROGRAMS:%=$(BUILD)/tests/%): tests/programs/cuda_common.h runtime/cuda/types.h
 CHECK_DEPS += $(FAKECUDA) $(BUILD)/tests/cuda_linked

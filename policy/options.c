@@ -87,6 +87,10 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "524288", NULL, NULL,
      "bytes; the mean distance between two sampled allocations (exponentially distributed, "
      "per thread); smaller finds smaller sites sooner and costs more"},
+    {RT_OPT_DIAG_ROUNDS, "ROUNDTRIM_DIAG_ROUNDS", NULL, RT_TYPE_UINT, 3, 64, "10", NULL, NULL,
+     "rounds; every this many rounds (and at exit) the process writes a diagnosis record saying "
+     "why its memory grows over the last this many rounds: leak, fragmentation, garbage, "
+     "cuda_cache, outside_heap or none, with the advice that fixes it"},
 };
 
 const char *roundtrim_role_name(enum roundtrim_role role)
@@ -263,6 +267,8 @@ static void *field_of(struct roundtrim_config *cfg, enum roundtrim_option_id id)
         return &cfg->sites;
     case RT_OPT_SITES_SAMPLE:
         return &cfg->sites_sample;
+    case RT_OPT_DIAG_ROUNDS:
+        return &cfg->diag_rounds;
     case RT_OPT_COUNT:
         break;
     }
@@ -543,6 +549,9 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         return;
     case RT_OPT_SITES_SAMPLE:
         snprintf(buf, len, "%" PRIu64, cfg->sites_sample);
+        return;
+    case RT_OPT_DIAG_ROUNDS:
+        snprintf(buf, len, "%" PRIu64, cfg->diag_rounds);
         return;
     case RT_OPT_COUNT:
         break;

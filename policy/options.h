@@ -31,6 +31,7 @@ enum roundtrim_option_id {
     RT_OPT_EXIT_BUDGET_MS,
     RT_OPT_SITES,
     RT_OPT_SITES_SAMPLE,
+    RT_OPT_DIAG_ROUNDS,
     RT_OPT_COUNT
 };
 
@@ -101,6 +102,7 @@ struct roundtrim_config {
     uint64_t exit_budget_ms; /* the most time the exit path spends recording */
     bool sites;              /* sample allocation sites */
     uint64_t sites_sample;   /* mean bytes between two samples */
+    uint64_t diag_rounds;    /* rounds a diagnosis looks back over, and between two of them */
     struct roundtrim_setting setting[RT_OPT_COUNT];
     unsigned warning_count;
     char warnings[ROUNDTRIM_MAX_WARNINGS][ROUNDTRIM_WARNING_LEN];

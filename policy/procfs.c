@@ -155,3 +155,86 @@ bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap)
     out[len] = '\0';
     return true;
 }
+
+void roundtrim_parse_status_mem(const char *text, struct roundtrim_status_mem *out)
+{
+    *out = (struct roundtrim_status_mem){0};
+    out->have_rss = roundtrim_parse_kb_field(text, "VmRSS", &out->rss);
+    out->have_parts = roundtrim_parse_kb_field(text, "RssAnon", &out->anon) &&
+                      roundtrim_parse_kb_field(text, "RssFile", &out->file) &&
+                      roundtrim_parse_kb_field(text, "RssShmem", &out->shmem);
+}
+
+static const char *parse_hex(const char *s, uintptr_t *v)
+{
+    uintptr_t x = 0;
+    const char *start = s;
+    for (;; s++) {
+        unsigned d;
+        if (*s >= '0' && *s <= '9')
+            d = (unsigned)(*s - '0');
+        else if (*s >= 'a' && *s <= 'f')
+            d = (unsigned)(*s - 'a' + 10);
+        else
+            break;
+        if (x >> (sizeof x * 8 - 4))
+            return NULL;
+        x = x << 4 | d;
+    }
+    *v = x;
+    return s > start ? s : NULL;
+}
+
+static const char *skip_field(const char *s)
+{
+    while (*s == ' ')
+        s++;
+    while (*s && *s != ' ' && *s != '\n')
+        s++;
+    return s;
+}
+
+/* "start-end perms offset dev inode [path]" */
+bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out)
+{
+    *out = (struct roundtrim_map_line){0};
+    const char *s = parse_hex(line, &out->start);
+    if (!s || *s != '-' || !(s = parse_hex(s + 1, &out->end)) || *s != ' ' || out->end < out->start)
+        return false;
+    s++;
+    for (int i = 0; i < 5; i++)
+        if (s[i] == '\0' || s[i] == '\n')
+            return false;
+    out->readable = s[0] == 'r';
+    out->writable = s[1] == 'w';
+    out->exec = s[2] == 'x';
+    out->shared = s[3] == 's';
+    if (s[4] != ' ')
+        return false;
+    s = skip_field(s + 4); /* offset */
+    s = skip_field(s);     /* dev */
+    while (*s == ' ')
+        s++;
+    bool inode_zero = *s == '0' && (s[1] == ' ' || s[1] == '\n' || s[1] == '\0');
+    s = skip_field(s); /* inode */
+    while (*s == ' ')
+        s++;
+    size_t name_len = strcspn(s, "\n");
+    out->brk_heap = name_len == 6 && strncmp(s, "[heap]", 6) == 0;
+    out->anonymous = inode_zero && (name_len == 0 || s[0] == '[');
+    return true;
+}
+
+bool roundtrim_glibc_arena_heap(const struct roundtrim_map_line *m,
+                                const struct roundtrim_map_line *next)
+{
+    uintptr_t len = m->end - m->start;
+    if (!m->anonymous || m->brk_heap || !m->readable || !m->writable || m->shared || m->exec ||
+        m->start % ROUNDTRIM_GLIBC_HEAP_MAX != 0 || len == 0 || len > ROUNDTRIM_GLIBC_HEAP_MAX)
+        return false;
+    if (len == ROUNDTRIM_GLIBC_HEAP_MAX)
+        return true;
+    /* The rest of the reservation stays PROT_NONE until the heap grows into it. */
+    return next && next->start == m->end && next->anonymous && !next->readable && !next->writable &&
+           next->end <= m->start + ROUNDTRIM_GLIBC_HEAP_MAX;
+}

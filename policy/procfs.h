@@ -23,6 +23,32 @@ bool roundtrim_parse_cgroup_usage(const char *text, uint64_t *usage);
  * "/sys/fs/cgroup<path>" for v2 ("0::<path>"), "/sys/fs/cgroup/memory<path>" for v1. */
 bool roundtrim_cgroup_dir_from_proc(const char *text, char *dir, size_t cap);
 
+/* The figures of /proc/self/status that split the resident set (bytes; each false when absent:
+ * kernels before 4.5 have no RssAnon, RssFile, RssShmem). */
+struct roundtrim_status_mem {
+    uint64_t rss, anon, file, shmem;
+    bool have_rss, have_parts;
+};
+void roundtrim_parse_status_mem(const char *text, struct roundtrim_status_mem *out);
+
+/* One line of /proc/self/maps. */
+struct roundtrim_map_line {
+    uintptr_t start, end;
+    bool readable, writable, exec, shared;
+    bool anonymous; /* no file: inode 0 and no path, or a bracketed name such as [heap] */
+    bool brk_heap;  /* "[heap]" */
+};
+/* False when the line is not a maps line. */
+bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out);
+
+/* glibc's arenas other than the main one live in heaps of HEAP_MAX_SIZE (64 MiB on 64-bit
+ * systems), aligned to that size: a read-write anonymous private mapping that starts on such a
+ * boundary, at most that long, and either fills it or is followed (next, may be NULL) by the
+ * inaccessible rest of the reservation. */
+#define ROUNDTRIM_GLIBC_HEAP_MAX ((uintptr_t)64 << 20)
+bool roundtrim_glibc_arena_heap(const struct roundtrim_map_line *m,
+                                const struct roundtrim_map_line *next);
+
 /* Expands %p (the pid) and %% in a path template. False if it does not fit. */
 bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap);
 

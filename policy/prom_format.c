@@ -1,5 +1,7 @@
 #include "policy/prom_format.h"
 
+#include "policy/diagnosis.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -38,6 +40,64 @@ static void metric_seconds(struct out *o, const char *name, const char *help, ui
 {
     emit(o, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %" PRIu64 ".%06" PRIu64 "\n", name, help, name,
          name, o->labels, us / 1000000u, us % 1000000u);
+}
+
+/* One metric with a label of its own per value: the header once, then a line per (value, v). */
+static void labelled_begin(struct out *o, const char *name, const char *type, const char *help)
+{
+    emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void labelled_value(struct out *o, const char *name, const char *label, const char *value,
+                           const char *number)
+{
+    emit(o, "%s{%s,%s=\"%s\"} %s\n", name, o->labels, label, value, number);
+}
+
+/* Where the memory is, and how each part grew per round over the last diagnosis. */
+static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
+{
+    const struct roundtrim_memory_parts *m = &in->last->memory;
+    char num[32];
+    if (!m->skipped) {
+        labelled_begin(o, "roundtrim_memory_bytes", "gauge",
+                       "Resident memory by part at the last round boundary (device memory apart).");
+        for (int p = 0; p < RT_PART_COUNT; p++) {
+            if (m->part_skipped[p])
+                continue;
+            snprintf(num, sizeof num, "%" PRIu64, m->value[p]);
+            labelled_value(o, "roundtrim_memory_bytes", "part",
+                           roundtrim_mem_part_name((enum roundtrim_mem_part)p), num);
+        }
+    }
+    const struct roundtrim_diagnosis *d = in->diagnosis;
+    if (!d || d->skipped)
+        return;
+    labelled_begin(o, "roundtrim_growth_bytes_per_round", "gauge",
+                   "Growth of each part of memory per round over the last diagnosis window.");
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        if (!d->slope_known[p])
+            continue;
+        snprintf(num, sizeof num, "%.0f", d->slope[p]);
+        labelled_value(o, "roundtrim_growth_bytes_per_round", "part",
+                       roundtrim_mem_part_name((enum roundtrim_mem_part)p), num);
+    }
+    labelled_begin(o, "roundtrim_diagnosis", "gauge",
+                   "1 for the cause the last diagnosis found (leak, fragmentation, garbage, "
+                   "cuda_cache, outside_heap, none), 0 for the others.");
+    for (int c = 0; c < RT_CAUSE_COUNT; c++)
+        labelled_value(o, "roundtrim_diagnosis", "cause",
+                       roundtrim_cause_name((enum roundtrim_cause)c),
+                       c == (int)d->cause ? "1" : "0");
+    snprintf(num, sizeof num, "%.0f", d->growth_per_round);
+    emit(o,
+         "# HELP roundtrim_growth_total_bytes_per_round Growth of RSS and device memory per round "
+         "over the last diagnosis window.\n# TYPE roundtrim_growth_total_bytes_per_round gauge\n"
+         "roundtrim_growth_total_bytes_per_round{%s} %s\n",
+         o->labels, num);
+    metric(o, "roundtrim_recovered_bytes_per_round", "gauge",
+           "Memory roundtrim's cleanup gave back per round over the last diagnosis window.",
+           (uint64_t)(d->recovered_per_round + 0.5));
 }
 
 /* Label values: backslash, quote and newline must be escaped; other bytes pass. */
@@ -106,5 +166,6 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
         metric(&o, "roundtrim_cuda_free_bytes_total", "counter", "Device bytes freed.",
                in->cuda_free_bytes_total);
     }
+    memory_metrics(&o, in);
     return o.overflow ? 0 : o.len;
 }

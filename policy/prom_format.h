@@ -8,6 +8,8 @@
 
 #include "policy/round_record.h"
 
+struct roundtrim_diagnosis;
+
 struct roundtrim_prom_input {
     int pid;
     const char *role;
@@ -17,6 +19,7 @@ struct roundtrim_prom_input {
     uint64_t rounds, cleanups;
     uint64_t released_bytes_total; /* sum of rss_before - rss_after over cleanups */
     uint64_t cuda_alloc_bytes_total, cuda_free_bytes_total;
+    const struct roundtrim_diagnosis *diagnosis; /* the latest, or NULL */
 };
 
 /* Returns the length written, 0 if it did not fit. */

@@ -252,6 +252,39 @@ static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_ro
     }
 }
 
+static const char *const part_names[RT_PART_COUNT] = {"heap_live",   "heap_free",    "python",
+                                                      "other_anon",  "file",         "shmem",
+                                                      "device_live", "device_cached"};
+
+const char *roundtrim_mem_part_name(enum roundtrim_mem_part p)
+{
+    return (unsigned)p < RT_PART_COUNT ? part_names[p] : "unknown";
+}
+
+/* "memory":{"rss":..,"heap_live":..,...,"python":null,"python_skipped":"no_python",...} */
+static void format_memory(struct roundtrim_json *j, const struct roundtrim_memory_parts *m)
+{
+    if (m->skipped) {
+        roundtrim_json_str(j, "memory", NULL);
+        roundtrim_json_str(j, "memory_skipped", m->skipped);
+        return;
+    }
+    roundtrim_json_object_begin(j, "memory");
+    roundtrim_json_u64(j, "rss", m->rss);
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        if (!m->part_skipped[p]) {
+            roundtrim_json_u64(j, part_names[p], m->value[p]);
+            continue;
+        }
+        char k[40];
+        snprintf(k, sizeof k, "%s_skipped", part_names[p]);
+        roundtrim_json_str(j, part_names[p], NULL);
+        roundtrim_json_str(j, k, m->part_skipped[p]);
+    }
+    roundtrim_json_u64(j, "read_us", m->read_us);
+    roundtrim_json_object_end(j);
+}
+
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap)
 {
     struct roundtrim_json j;
@@ -275,6 +308,7 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_u64(&j, "rss_before", r->rss_before);
     roundtrim_json_u64(&j, "rss_after", r->rss_after);
     roundtrim_json_u64(&j, "rss_peak", r->rss_peak);
+    format_memory(&j, &r->memory);
     if (r->cgroup_known) {
         roundtrim_json_u64(&j, "cgroup_usage", r->cgroup_usage);
         if (r->cgroup_limit > 0)
@@ -288,15 +322,19 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_u64(&j, "trim_us", r->trim_us);
     else if (r->trim_skipped)
         roundtrim_json_str(&j, "trim_skipped", r->trim_skipped);
+    if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
+        roundtrim_json_u64(&j, "trim_released_bytes", r->trim_released_bytes);
     if (r->gc_ran) {
         roundtrim_json_u64(&j, "gc_collected", r->gc_collected);
+        roundtrim_json_u64(&j, "gc_freed_bytes", r->gc_freed_bytes);
         roundtrim_json_u64(&j, "gc_us", r->gc_us);
     } else if (r->gc_skipped) {
         roundtrim_json_str(&j, "gc_skipped", r->gc_skipped);
     }
-    if (r->actions & RT_ACT_TORCH_EMPTY_CACHE)
+    if (r->actions & RT_ACT_TORCH_EMPTY_CACHE) {
         roundtrim_json_u64(&j, "torch_empty_cache_us", r->torch_empty_cache_us);
-    else if (r->torch_empty_cache_skipped)
+        roundtrim_json_u64(&j, "torch_released_bytes", r->torch_released_bytes);
+    } else if (r->torch_empty_cache_skipped)
         roundtrim_json_str(&j, "torch_empty_cache_skipped", r->torch_empty_cache_skipped);
     if (r->actions & RT_ACT_CUDA_POOL_TRIM)
         roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);

@@ -13,6 +13,9 @@ struct roundtrim_traffic {
     uint64_t free_calls;   /* every call that released a block: free, realloc's old block... */
     uint64_t malloc_bytes; /* usable size of the blocks handed out */
     uint64_t free_bytes;   /* usable size of the blocks released */
+    /* glibc: net usable bytes of the large blocks that are mappings of their own (not in the
+     * record; the memory breakdown's arena figures are taken from it) */
+    uint64_t mmapped_net;
 };
 
 /* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
@@ -27,6 +30,33 @@ struct roundtrim_cuda_round {
     uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls, host_free_bytes;
     uint64_t host_live_bytes;
 };
+
+/* Where the process's memory is when the round ends (before its cleanup): parts of the resident
+ * set that add up to it, each from a source of its own, and the device memory. A part that
+ * could not be read has a reason instead (never a silent zero). */
+enum roundtrim_mem_part {
+    RT_PART_HEAP_LIVE,     /* bytes in live malloc blocks (roundtrim's counters) */
+    RT_PART_HEAP_FREE,     /* freed heap the allocator keeps resident: a trim or purge returns it */
+    RT_PART_PYTHON,        /* CPython's small-object arenas (pymalloc), mapped outside malloc */
+    RT_PART_OTHER_ANON,    /* other anonymous memory: mmap by the program, stacks, allocator
+                              metadata */
+    RT_PART_FILE,          /* file-backed resident pages (RssFile) */
+    RT_PART_SHMEM,         /* shared memory (RssShmem) */
+    RT_PART_DEVICE_LIVE,   /* device memory in use (CUDA) */
+    RT_PART_DEVICE_CACHED, /* device memory kept by PyTorch's cache and the driver's pools */
+    RT_PART_COUNT
+};
+
+struct roundtrim_memory_parts {
+    const char *skipped; /* why nothing was measured ("exiting"), or NULL */
+    uint64_t rss;
+    uint64_t read_us; /* how long reading all of it took */
+    uint64_t value[RT_PART_COUNT];
+    const char *part_skipped[RT_PART_COUNT]; /* set for each part not measured */
+};
+
+/* The stable name of a part ("heap_live", ...). */
+const char *roundtrim_mem_part_name(enum roundtrim_mem_part p);
 
 enum roundtrim_action {
     RT_ACT_GC = 1u << 0,
@@ -64,6 +94,10 @@ struct roundtrim_round_record {
     const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
     uint64_t cuda_pool_trim_bytes;
     const char *cuda_pool_trim_skipped; /* why a due pool trim did not run, or NULL */
+    /* What each action gave back, measured around it alone: heap and pymalloc bytes gc freed,
+     * resident bytes the trim or purge returned, device bytes torch's cache release returned. */
+    uint64_t gc_freed_bytes, trim_released_bytes, torch_released_bytes;
+    struct roundtrim_memory_parts memory;
     struct roundtrim_cuda_round cuda;
 };
 

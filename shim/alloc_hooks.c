@@ -34,6 +34,8 @@ static inline void count_gone_block(void *p, size_t bytes)
 {
     roundtrim_sample_free_check(p);
     roundtrim_count_free(bytes);
+    if (roundtrim_glibc_sizes)
+        roundtrim_count_mmapped(roundtrim_thread_block(), roundtrim_glibc_header(p), bytes, true);
 }
 
 /* The fast paths below handle the common case inline (a glibc block, a thread already counted,
@@ -104,8 +106,10 @@ __attribute__((noinline)) static void *malloc_sample(void *p, size_t bytes,
 __attribute__((noinline)) static void free_sampled(void *p, struct roundtrim_thread_counters *c)
 {
     roundtrim_sample_freed(p);
+    size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
     c->free_calls++;
-    c->free_bytes += roundtrim_glibc_header_usable_size(p);
+    c->free_bytes += bytes;
+    roundtrim_count_mmapped(c, h, bytes, true);
     roundtrim_next.free(p);
 }
 
@@ -114,7 +118,8 @@ __attribute__((noinline)) static void free_sampled(void *p, struct roundtrim_thr
 __attribute__((noinline)) static void *malloc_modes(void *p, struct roundtrim_thread_counters *c)
 {
     if (roundtrim_fast_glibc == ROUNDTRIM_FAST_SAMPLING) {
-        size_t bytes = roundtrim_glibc_header_usable_size(p);
+        size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
+        roundtrim_count_mmapped(c, h, bytes, false);
         c->malloc_calls++;
         uint64_t total = c->malloc_bytes + bytes;
         c->malloc_bytes = total;
@@ -182,8 +187,10 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
             c->malloc_calls++;
-            c->malloc_bytes += roundtrim_glibc_header_usable_size(p);
+            c->malloc_bytes += bytes;
+            roundtrim_count_mmapped(c, h, bytes, false);
             return p;
         }
         if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
@@ -199,8 +206,10 @@ ROUNDTRIM_EXPORT void free(void *p)
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
             c->free_calls++;
-            c->free_bytes += roundtrim_glibc_header_usable_size(p);
+            c->free_bytes += bytes;
+            roundtrim_count_mmapped(c, h, bytes, true);
             roundtrim_next.free(p);
             return;
         }
@@ -210,8 +219,10 @@ ROUNDTRIM_EXPORT void free(void *p)
                 free_sampled(p, c);
                 return;
             }
+            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
             c->free_calls++;
-            c->free_bytes += roundtrim_glibc_header_usable_size(p);
+            c->free_bytes += bytes;
+            roundtrim_count_mmapped(c, h, bytes, true);
             roundtrim_next.free(p);
             return;
         }
@@ -277,16 +288,17 @@ static void *realloc_block(void *p, size_t n)
     if (unlikely(!roundtrim_glibc_sizes) && roundtrim_thread_block()->je_allocated)
         return realloc_jemalloc(p, n);
     size_t old = roundtrim_usable_size(p);
+    size_t old_header = roundtrim_glibc_sizes ? roundtrim_glibc_header(p) : 0;
     /* A sampled block is forgotten before the allocator may hand its address to another
      * thread; when realloc fails, the block stays live unsampled. */
     roundtrim_sample_free_check(p);
     void *q = roundtrim_next.realloc(p, n);
-    if (q) {
+    if (q || n == 0) /* glibc's realloc(p, 0) frees p and returns NULL */ {
         roundtrim_count_free(old);
-        roundtrim_count_block(q, roundtrim_usable_size(q));
-    } else if (n == 0) {
-        roundtrim_count_free(old); /* glibc's realloc(p, 0) frees p and returns NULL */
+        roundtrim_count_mmapped(roundtrim_thread_block(), old_header, old, true);
     }
+    if (q)
+        roundtrim_count_block(q, roundtrim_usable_size(q));
     return q;
 }
 

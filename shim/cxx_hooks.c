@@ -116,14 +116,17 @@ static inline void *counted(void *p, uint64_t calls_before)
 
 struct pending_free {
     uint64_t bytes, calls_before;
+    size_t header; /* glibc's chunk header, read before the block is gone */
 };
 
 static inline struct pending_free before_delete(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
-    struct pending_free f = {0, c->free_calls};
+    struct pending_free f = {0, c->free_calls, 0};
     if (p && counts_here && !roundtrim_in_next_alloc && !c->je_deallocated) {
         f.bytes = roundtrim_usable_size(p);
+        if (roundtrim_glibc_sizes)
+            f.header = roundtrim_glibc_header(p);
         roundtrim_sample_free_check(p);
     }
     return f;
@@ -138,8 +141,10 @@ static inline void after_delete(void *p, struct pending_free f)
         return;
     if (c->je_deallocated)
         roundtrim_je_count_free(c);
-    else
+    else {
         roundtrim_count_free(f.bytes);
+        roundtrim_count_mmapped(c, f.header, f.bytes, true);
+    }
 }
 
 /* Without any C++ runtime after us (no caller could then exist, but be safe), fall back on the

@@ -24,6 +24,7 @@ static void start(void)
     roundtrim_exec_hooks_resolve();
     roundtrim_exit_hooks_resolve();
     roundtrim_namespace_hooks_resolve();
+    roundtrim_mmap_hooks_resolve();
     if (!roundtrim_lifecycle_start())
         return;
     int sig = roundtrim_config()->round_signal;

@@ -7,5 +7,6 @@
 void roundtrim_exec_hooks_resolve(void);
 void roundtrim_exit_hooks_resolve(void);
 void roundtrim_namespace_hooks_resolve(void);
+void roundtrim_mmap_hooks_resolve(void);
 
 #endif

@@ -16,16 +16,12 @@
 #include "runtime/alloc/next_alloc.h"
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
-typedef struct mallinfo2 (*mallinfo2_fn)(void);
 typedef int (*malloc_trim_fn)(size_t);
 typedef int (*mallopt_fn)(int, int);
 
 static enum roundtrim_allocator kind = RT_ALLOC_OTHER;
 static char other_name[256] = "other";
 static mallctl_fn je_mallctl;
-static mallinfo2_fn glibc_mallinfo2;
-static struct roundtrim_loaded_object serving_libc; /* the glibc that serves, for late lookups */
-static bool mallinfo2_looked;
 static malloc_trim_fn glibc_malloc_trim;
 static mallopt_fn glibc_mallopt;
 
@@ -164,9 +160,6 @@ void roundtrim_allocator_detect(void)
         if (!counts_skipped && !roundtrim_config()->sites)
             roundtrim_counters_use_jemalloc(je_mallctl);
     } else if (libc) {
-        /* mallinfo2 is looked up at its first use, on the worker: most processes never end a
-         * round. */
-        serving_libc = info;
         glibc_malloc_trim = (malloc_trim_fn)allocator_symbol(&obj, "malloc_trim");
         glibc_mallopt = (mallopt_fn)allocator_symbol(&obj, "mallopt");
         if (glibc_malloc_trim)
@@ -201,33 +194,27 @@ const char *roundtrim_allocator_name(void)
     return other_name;
 }
 
-bool roundtrim_allocator_heap_live(uint64_t *bytes)
+bool roundtrim_allocator_je_stats(struct roundtrim_je_stats *out)
 {
-    if (kind == RT_ALLOC_GLIBC && !mallinfo2_looked) {
-        struct allocator_object obj = {&serving_libc, NULL, false};
-        glibc_mallinfo2 = (mallinfo2_fn)allocator_symbol(&obj, "mallinfo2");
-        if (obj.handle)
-            dlclose(obj.handle);
-        mallinfo2_looked = true;
-    }
-    if (kind == RT_ALLOC_GLIBC && glibc_mallinfo2) {
-        /* Walks every arena under its lock: fine once a round, not per sample. */
-        struct mallinfo2 mi = glibc_mallinfo2();
-        *bytes = mi.uordblks + mi.hblkhd;
-        return true;
-    }
-    if (kind == RT_ALLOC_JEMALLOC) {
-        uint64_t epoch = 1;
-        size_t len = sizeof epoch;
-        size_t allocated = 0, alen = sizeof allocated;
-        /* jemalloc's statistics are a snapshot refreshed by writing "epoch". */
-        if (je_mallctl("epoch", &epoch, &len, &epoch, len) != 0 ||
-            je_mallctl("stats.allocated", &allocated, &alen, NULL, 0) != 0)
+    if (kind != RT_ALLOC_JEMALLOC)
+        return false;
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+    /* jemalloc's statistics are a snapshot refreshed by writing "epoch": counters merged, no
+     * walk of the heap. */
+    if (je_mallctl("epoch", &epoch, &len, &epoch, len) != 0)
+        return false;
+    size_t v[3] = {0, 0, 0};
+    static const char *const names[3] = {"stats.allocated", "stats.resident", "stats.metadata"};
+    for (int i = 0; i < 3; i++) {
+        size_t vlen = sizeof v[i];
+        if (je_mallctl(names[i], &v[i], &vlen, NULL, 0) != 0)
             return false;
-        *bytes = allocated;
-        return true;
     }
-    return false;
+    out->allocated = v[0];
+    out->resident = v[1];
+    out->metadata = v[2];
+    return true;
 }
 
 unsigned roundtrim_allocator_release(uint64_t *us)

@@ -20,8 +20,11 @@ const char *roundtrim_allocator_name(void);
  * "allocator_before_roundtrim"), or NULL when they are. */
 const char *roundtrim_allocator_counts_skipped(void);
 
-/* Bytes in live blocks as the allocator counts them (mallinfo2, stats.allocated). */
-bool roundtrim_allocator_heap_live(uint64_t *bytes);
+/* jemalloc's own statistics (bytes): false for other allocators or when they are off. */
+struct roundtrim_je_stats {
+    uint64_t allocated, resident, metadata;
+};
+bool roundtrim_allocator_je_stats(struct roundtrim_je_stats *out);
 
 /* Gives free memory back to the OS: malloc_trim(0) or a purge of all jemalloc arenas. Returns the
  * action bit that ran (RT_ACT_TRIM, RT_ACT_PURGE) or 0, and its duration. */

@@ -76,12 +76,27 @@ static inline bool roundtrim_bootstrap_owns(const void *p)
 
 size_t roundtrim_bootstrap_usable_size(const void *p);
 
+static inline size_t roundtrim_glibc_header(const void *p)
+{
+    return ((const size_t *)p)[-1];
+}
+
+/* bit 1 (IS_MMAPPED): the chunk has a whole header of its own; otherwise the next chunk's
+ * prev_size word is part of this block. (header & 2) * 4 is that extra word, branch-free. */
+static inline size_t roundtrim_glibc_usable_from_header(size_t header)
+{
+    return (header & ~(size_t)7) - sizeof(size_t) - (header & 2) * (sizeof(size_t) / 2);
+}
+
+/* The block is a mapping of its own (IS_MMAPPED), outside every arena: a large block. */
+static inline bool roundtrim_glibc_own_mapping(size_t header)
+{
+    return (header & 2) != 0;
+}
+
 static inline size_t roundtrim_glibc_header_usable_size(const void *p)
 {
-    size_t header = ((const size_t *)p)[-1];
-    /* bit 1 (IS_MMAPPED): the chunk has a whole header of its own; otherwise the next chunk's
-     * prev_size word is part of this block. (header & 2) * 4 is that extra word, branch-free. */
-    return (header & ~(size_t)7) - sizeof(size_t) - (header & 2) * (sizeof(size_t) / 2);
+    return roundtrim_glibc_usable_from_header(roundtrim_glibc_header(p));
 }
 
 /* Set while this thread is inside a call a hook makes into the next allocator for its own

@@ -78,6 +78,7 @@ static void fold_into(struct roundtrim_traffic *t, const struct block *b)
     t->free_calls += __atomic_load_n(&c->free_calls, __ATOMIC_RELAXED);
     t->malloc_bytes += __atomic_load_n(&c->malloc_bytes, __ATOMIC_RELAXED);
     t->free_bytes += __atomic_load_n(&c->free_bytes, __ATOMIC_RELAXED);
+    t->mmapped_net += __atomic_load_n(&c->mmapped_bytes, __ATOMIC_RELAXED);
 }
 
 /* The calling thread's jemalloc counters. jemalloc may set up its data for the thread here; an
@@ -238,6 +239,21 @@ void roundtrim_counters_total(struct roundtrim_traffic *out)
         fold_into(out, b);
 }
 
+/* What a fork child inherited: live bytes and large mapped blocks at the fork. */
+static uint64_t inherited_live, inherited_mmapped;
+
+uint64_t roundtrim_counters_live(const struct roundtrim_traffic *t)
+{
+    int64_t live = (int64_t)(inherited_live + t->malloc_bytes - t->free_bytes);
+    return live > 0 ? (uint64_t)live : 0;
+}
+
+uint64_t roundtrim_counters_mmapped_live(const struct roundtrim_traffic *t)
+{
+    int64_t live = (int64_t)(inherited_mmapped + t->mmapped_net);
+    return live > 0 ? (uint64_t)live : 0;
+}
+
 void roundtrim_counters_disable(void)
 {
     __atomic_store_n(&counting_disabled, true, __ATOMIC_RELAXED);
@@ -264,10 +280,15 @@ void roundtrim_counters_fork_child(void)
      * mutex that is locked is undefined; ThreadSanitizer sees the next lock as a double lock). */
     pthread_mutex_unlock(&registry_lock);
     struct roundtrim_thread_counters *mine = roundtrim_tls_block;
+    struct roundtrim_traffic at_fork;
+    roundtrim_counters_total(&at_fork);
+    inherited_live = roundtrim_counters_live(&at_fork);
+    inherited_mmapped = roundtrim_counters_mmapped_live(&at_fork);
     free_blocks = NULL;
     for (struct block *b = all_blocks; b; b = b->all_next) {
         struct roundtrim_thread_counters *c = &b->counts;
         c->malloc_calls = c->free_calls = c->malloc_bytes = c->free_bytes = 0;
+        c->mmapped_bytes = 0;
         c->sample_at = 0;
         if (c == mine) {
             if (c->je_allocated)

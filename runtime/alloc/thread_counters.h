@@ -39,6 +39,10 @@ struct roundtrim_thread_counters {
      * sample_at (0: not drawn yet; UINT64_MAX: never, an uncounted thread); rng is the thread's
      * random state for drawing the distances. */
     uint64_t sample_at, rng;
+    /* glibc: bytes of live blocks that are mappings of their own (added when handed out, taken
+     * off when freed, mod 2^64), kept apart so that the arenas' own bytes are known. Rarely
+     * touched: only for large blocks. */
+    uint64_t mmapped_bytes;
 } __attribute__((aligned(64)));
 
 /* This thread's block; NULL until its first counted call. initial-exec TLS: a fixed offset from
@@ -70,6 +74,15 @@ static inline void roundtrim_count_free(uint64_t bytes)
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
     c->free_calls++;
     c->free_bytes += bytes;
+}
+
+/* glibc's large blocks, each a mapping of its own: counted apart as well (header read before
+ * the block is freed). */
+static inline void roundtrim_count_mmapped(struct roundtrim_thread_counters *c, size_t header,
+                                           size_t bytes, bool freed)
+{
+    if (__builtin_expect((header & 2) != 0, 0)) /* IS_MMAPPED */
+        c->mmapped_bytes += freed ? (uint64_t)0 - bytes : bytes;
 }
 
 /* Whether c is a block whose traffic is summed (not the calling thread's uncounted sink). */
@@ -106,6 +119,12 @@ void roundtrim_counting_resume(struct roundtrim_thread_counters *saved);
 /* Cumulative traffic of the whole process so far (live threads + exited ones). Takes no lock and
  * allocates nothing: async-signal-safe. */
 void roundtrim_counters_total(struct roundtrim_traffic *out);
+
+/* Bytes held by live blocks now: what the counters say, plus what a fork child inherited from
+ * its parent (the child's counts start at zero). Taken from a total read before. */
+uint64_t roundtrim_counters_live(const struct roundtrim_traffic *total);
+/* Of those, glibc's large blocks that are mappings of their own. */
+uint64_t roundtrim_counters_mmapped_live(const struct roundtrim_traffic *total);
 
 /* Makes every thread that registers from now on uncounted (pure forwarding). */
 void roundtrim_counters_disable(void);

@@ -59,6 +59,16 @@ uint64_t roundtrim_rss_peak_bytes(void)
     return hwm;
 }
 
+bool roundtrim_status_mem_read(struct roundtrim_status_mem *out)
+{
+    char buf[4096];
+    *out = (struct roundtrim_status_mem){0};
+    if (!read_self_file("status", buf, sizeof buf))
+        return false;
+    roundtrim_parse_status_mem(buf, out);
+    return out->have_rss;
+}
+
 bool roundtrim_rss_peak_reset(void)
 {
     int fd = open("/proc/thread-self/clear_refs", O_WRONLY | O_CLOEXEC);

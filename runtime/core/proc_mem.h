@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/procfs.h"
+
 /* Reads a small regular file into buf (NUL-terminated) with plain syscalls, never following a
  * final symlink nor blocking; false on any failure or for any other kind of file. */
 bool roundtrim_read_file(const char *path, char *buf, size_t cap);
@@ -15,6 +17,10 @@ uint64_t roundtrim_rss_bytes(void);
 
 /* The resident high-water mark since the last reset (VmHWM). */
 uint64_t roundtrim_rss_peak_bytes(void);
+
+/* The resident set and its anonymous, file and shared parts (/proc/self/status: the kernel's
+ * own counters, cheap whatever the size). False when unreadable. */
+bool roundtrim_status_mem_read(struct roundtrim_status_mem *out);
 
 /* Starts a new high-water mark at the current RSS (/proc/self/clear_refs). False when the kernel
  * refused; the peak then covers the whole life of the process. */

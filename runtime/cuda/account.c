@@ -456,6 +456,11 @@ void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out)
     class_snapshot(&st.cls[1], &out->host);
 }
 
+uint64_t roundtrim_cuda_device_live(void)
+{
+    return __atomic_load_n(&st.cls[0].live_bytes, __ATOMIC_RELAXED);
+}
+
 void roundtrim_cuda_fork_child(void)
 {
     /* Another thread of the parent may have held the lock at fork: start from a fresh one. */

@@ -92,6 +92,9 @@ struct roundtrim_cuda_counts {
  * starts again from the live bytes. */
 void roundtrim_cuda_counts_snapshot(struct roundtrim_cuda_counts *out);
 
+/* Device bytes live now (no snapshot taken: the round's peak is left alone). */
+uint64_t roundtrim_cuda_device_live(void);
+
 /* Whether the driver answered a memory call (roundtrim_cuda_mark_seen). */
 bool roundtrim_cuda_seen(void);
 

@@ -111,3 +111,45 @@ const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes)
         return "cuda_capture";
     return entered ? ROUNDTRIM_NOTHING_TO_DO : "no_context";
 }
+
+/* Adds what one pool keeps reserved beyond what is allocated from it. */
+static void add_cached(CUmemoryPool pool, uint64_t *cached)
+{
+    __typeof__(&cuMemPoolGetAttribute) get_attr = ROUNDTRIM_CUDA_CALL(cuMemPoolGetAttribute);
+    cuuint64_t reserved = 0, used = 0;
+    if (get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS &&
+        get_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS && reserved > used)
+        *cached += reserved - used;
+}
+
+const char *roundtrim_cuda_pool_cached(uint64_t *cached)
+{
+    bool host_pools;
+    *cached = 0;
+    if (!roundtrim_cuda_seen())
+        return "no_cuda";
+    uint64_t async = roundtrim_cuda_devices_async();
+    uint64_t created = roundtrim_cuda_pool_devices(&host_pools);
+    if (!async && !created && !host_pools)
+        return NULL; /* no stream-ordered memory: nothing cached by the driver */
+    __typeof__(&cuDeviceGetDefaultMemPool) default_pool =
+        ROUNDTRIM_CUDA_CALL(cuDeviceGetDefaultMemPool);
+    if (!ROUNDTRIM_CUDA_CALL(cuMemPoolGetAttribute))
+        return "no_driver_entry";
+    for (int dev = 0; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
+        CUmemoryPool pool = NULL;
+        if ((async & (1ull << dev)) && default_pool && default_pool(&pool, dev) == CUDA_SUCCESS &&
+            pool)
+            add_cached(pool, cached);
+    }
+    uintptr_t pool;
+    for (int dev = -1; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
+        if (dev >= 0 && !(created & (1ull << dev)))
+            continue;
+        for (int at = 0; roundtrim_cuda_pool_next(&at, dev, &pool); at++) {
+            add_cached((CUmemoryPool)pool, cached);
+            roundtrim_cuda_pool_done(at);
+        }
+    }
+    return NULL;
+}

@@ -12,4 +12,9 @@
  * "no_context", or ROUNDTRIM_NOTHING_TO_DO (no stream-ordered memory). */
 const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes);
 
+/* Device memory the driver's stream-ordered pools keep reserved beyond what is allocated from
+ * them (what a trim gives back), read from the pools' attributes without entering a context.
+ * NULL when read (0 without stream-ordered memory), else why not ("no_cuda", ...). */
+const char *roundtrim_cuda_pool_cached(uint64_t *cached);
+
 #endif

@@ -101,7 +101,7 @@ static void replace_file(const char *path, const char *text, size_t n)
 }
 
 void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint64_t rounds,
-                                   uint64_t cleanups)
+                                   uint64_t cleanups, const struct roundtrim_diagnosis *diagnosis)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     if (r->rss_before > r->rss_after && r->actions)
@@ -110,7 +110,10 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
     cuda_free_total += r->cuda.free_bytes;
     if (!cfg->prom_file)
         return;
-    char path[4096], proc[64], text[8192];
+    /* Callers are serialised (the round lock): the text need not take an exiting thread's
+     * stack. */
+    static char text[16384];
+    char path[4096], proc[64];
     if (!roundtrim_expand_path(cfg->prom_file, (int)getpid(), path, sizeof path))
         return;
     struct roundtrim_traffic total;
@@ -127,6 +130,7 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
         .released_bytes_total = released_total,
         .cuda_alloc_bytes_total = cuda_alloc_total,
         .cuda_free_bytes_total = cuda_free_total,
+        .diagnosis = diagnosis,
     };
     size_t n = roundtrim_prom_format(&in, text, sizeof text);
     if (n == 0)

@@ -4,10 +4,11 @@
 
 #include <stdint.h>
 
+#include "policy/diagnosis.h"
 #include "policy/round_record.h"
 
 void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint64_t rounds,
-                                   uint64_t cleanups);
+                                   uint64_t cleanups, const struct roundtrim_diagnosis *diagnosis);
 
 void roundtrim_metrics_file_fork_child(void);
 

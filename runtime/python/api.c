@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "runtime/core/real_dlsym.h"
+#include "runtime/python/arenas.h"
 #include "runtime/python/frames.h"
 
 struct roundtrim_py_api roundtrim_py __attribute__((visibility("hidden")));
@@ -149,6 +150,7 @@ bool roundtrim_py_resolve(void)
     roundtrim_py.hooks = roundtrim_py.minor >= 8 && roundtrim_py.InterpreterState_Get &&
                          resolve_all(hook_syms, sizeof hook_syms / sizeof hook_syms[0]);
     roundtrim_python_frames_init(&roundtrim_py);
+    roundtrim_python_arenas_init(&roundtrim_py);
     __atomic_store_n(&roundtrim_py.found, true, __ATOMIC_RELEASE);
     return true;
 }

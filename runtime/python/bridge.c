@@ -73,13 +73,16 @@ static py_object *call_torch_cuda(py_object *cuda, const char *name)
     return r;
 }
 
-static const char *torch_job_run(struct roundtrim_py_result *out)
+/* torch.cuda (borrowed) when the program imported torch and initialized CUDA itself; else NULL
+ * and why not. */
+static py_object *torch_cuda_ready(const char **why)
 {
     /* Read only: the program's own modules, never an import. */
     py_object *torch = roundtrim_py_sys_module("torch");
     py_object *cuda = torch ? roundtrim_py_sys_module("torch.cuda") : NULL;
+    *why = "no_torch";
     if (!cuda)
-        return "no_torch";
+        return NULL;
     /* is_initialized() never initializes CUDA, and is false in a child forked after CUDA
      * started (where empty_cache must not run). */
     py_object *init = call_torch_cuda(cuda, "is_initialized");
@@ -88,8 +91,19 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
         P.DecRef(init);
     if (on != 1) {
         P.Err_Clear();
-        return on == 0 ? "cuda_not_initialized" : "failed";
+        *why = on == 0 ? "cuda_not_initialized" : "failed";
+        return NULL;
     }
+    *why = NULL;
+    return cuda;
+}
+
+static const char *torch_job_run(struct roundtrim_py_result *out)
+{
+    const char *why;
+    py_object *cuda = torch_cuda_ready(&why);
+    if (!cuda)
+        return why;
     /* empty_cache synchronizes the device, which invalidates a graph capture in progress on
      * any stream. Checked again here, right before the call: the helper may have waited for the
      * GIL since the worker checked. PyTorch's own is_current_stream_capturing() sees only its
@@ -100,7 +114,7 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
      * call releases every device's cache (the native allocator walks all of them; the
      * cudaMallocAsync one switches devices itself), so one device of the program's suffices. */
     struct roundtrim_cuda_scope scope;
-    const char *why = roundtrim_cuda_context_enter(&scope);
+    why = roundtrim_cuda_context_enter(&scope);
     if (why)
         return why;
     uint64_t t0 = roundtrim_now_us();
@@ -112,6 +126,51 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
         return "failed";
     }
     P.DecRef(r);
+    return NULL;
+}
+
+static const char *absent(void);
+
+/* torch.cuda.<name>() as a number of bytes; false on any error. */
+static bool torch_cuda_bytes(py_object *cuda, const char *name, uint64_t *bytes)
+{
+    py_object *r = call_torch_cuda(cuda, name);
+    long long v = r && P.Long_AsLong ? (long long)P.Long_AsLong(r) : -1;
+    if (r)
+        P.DecRef(r);
+    if (v < 0 || P.Err_Occurred()) {
+        P.Err_Clear();
+        return false;
+    }
+    *bytes = (uint64_t)v;
+    return true;
+}
+
+/* The caching allocator's figures: count = allocated (tensors alive), bytes = reserved. Counters
+ * of PyTorch's own, read without a device call; only where the program initialized CUDA. */
+static const char *torch_memory_job_run(struct roundtrim_py_result *out)
+{
+    const char *why;
+    py_object *cuda = torch_cuda_ready(&why);
+    if (!cuda)
+        return why;
+    if (!torch_cuda_bytes(cuda, "memory_allocated", &out->count) ||
+        !torch_cuda_bytes(cuda, "memory_reserved", &out->bytes))
+        return "failed";
+    return NULL;
+}
+
+const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved)
+{
+    struct roundtrim_py_result res;
+    if (!roundtrim_python_present())
+        return absent();
+    const char *why =
+        roundtrim_py_with_gil(torch_memory_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
+    if (why)
+        return why;
+    *allocated = res.count;
+    *reserved = res.bytes;
     return NULL;
 }
 

@@ -35,4 +35,8 @@ const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us);
  * "cuda_not_initialized", "cuda_capture"). */
 const char *roundtrim_python_torch_empty_cache(uint64_t *us);
 
+/* torch.cuda.memory_allocated() and memory_reserved(), only when the program imported torch and
+ * initialized CUDA itself. NULL when read, else why not (as roundtrim_python_torch_empty_cache). */
+const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved);
+
 #endif

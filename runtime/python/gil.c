@@ -124,7 +124,7 @@ static void serve_one(void)
         return;
     }
     state = HAS_GIL;
-    result = (struct roundtrim_py_result){0, 0};
+    result = (struct roundtrim_py_result){0, 0, 0};
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
     /* Checked again under the GIL: finalization may have begun while we waited. */

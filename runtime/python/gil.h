@@ -13,7 +13,7 @@
 /* What a job reports. The job writes into storage that gil.c owns, never the caller's:
  * a job may outlive the caller's wait (and the caller's stack frame). */
 struct roundtrim_py_result {
-    uint64_t count, us;
+    uint64_t count, us, bytes;
 };
 
 /* Runs with the GIL held, in the main interpreter; fills *out (zeroed beforehand). Returns NULL

@@ -18,6 +18,8 @@
 #include "runtime/python/gil.h"
 #include "runtime/python/hook.h"
 #include "runtime/python/program_gc.h"
+#include "runtime/rounds/diagnose.h"
+#include "runtime/rounds/memory_parts.h"
 #include "runtime/rounds/rss_peak.h"
 #include "runtime/boundary/signal_rounds.h"
 #include "runtime/core/settings.h"
@@ -84,6 +86,12 @@ static bool gc_due_at_exit(void)
     return roundtrim_config()->py_gc && roundtrim_python_found();
 }
 
+/* How much lower now is than before (0 when it is not). */
+static uint64_t below(uint64_t before, uint64_t now)
+{
+    return before > now ? before - now : 0;
+}
+
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
  * the device caches. */
 static void cleanup(struct roundtrim_round_record *r)
@@ -97,23 +105,32 @@ static void cleanup(struct roundtrim_round_record *r)
             r->gc_skipped = "program_gc";
         } else if (unreachable) {
             r->gc_skipped = unreachable;
-        } else if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
-            r->gc_ran = true;
-            r->actions |= RT_ACT_GC;
+        } else {
+            uint64_t live = roundtrim_memory_live_now();
+            if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
+                r->gc_ran = true;
+                r->actions |= RT_ACT_GC;
+                r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
+            }
         }
         roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
     }
     if (roundtrim_program_trim_count() != program_trims_seen &&
         roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
         r->trim_skipped = "program_trim";
-    else
+    else {
+        uint64_t rss = roundtrim_rss_bytes();
         r->actions |= roundtrim_allocator_release(&r->trim_us);
+        r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
+    }
     program_trims_seen = roundtrim_program_trim_count(); /* ours included */
     if (cfg->cuda_empty_cache) {
+        uint64_t device = roundtrim_memory_device_now();
         const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
-        if (!why)
+        if (!why) {
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
-        else
+            r->torch_released_bytes = below(device, roundtrim_memory_device_now());
+        } else
             r->torch_empty_cache_skipped = torch_skip_worth_saying(why);
         why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
         if (!why)
@@ -144,10 +161,12 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     r->counts_skipped = roundtrim_allocator_counts_skipped();
     r->rss_before = roundtrim_rss_bytes();
     r->rss_peak = roundtrim_rss_peak_round(r->rss_before, roundtrim_config()->peak_reset, true);
-    if (exit_inline)
-        r->heap_live_skipped = "exiting"; /* mallinfo2 takes the arena locks */
-    else
-        r->heap_live_known = roundtrim_allocator_heap_live(&r->heap_live);
+    if (!r->counts_skipped) {
+        r->heap_live_known = true;
+        r->heap_live = roundtrim_counters_live(&s->traffic);
+    } else {
+        r->heap_live_skipped = r->counts_skipped;
+    }
     struct roundtrim_mem_limit lim;
     roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
     if (lim.cgroup_usage_known) {
@@ -158,6 +177,15 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     roundtrim_cuda_round_fill(&r->cuda, &s->cuda, &last.cuda, !exit_inline);
     if (s->cuda.seen)
         last.cuda = s->cuda;
+    /* Read once the program has begun to exit, the memory would be the exit's, not the
+     * round's: the interpreter's finalization frees most of it. */
+    if (exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+        r->memory.skipped = "exiting";
+    else {
+        uint64_t t0 = roundtrim_now_us();
+        roundtrim_memory_parts_read(&r->memory, &s->traffic, &r->cuda);
+        r->memory.read_us = roundtrim_now_us() - t0;
+    }
 }
 
 static void finish(struct roundtrim_round_record *r)
@@ -169,7 +197,8 @@ static void finish(struct roundtrim_round_record *r)
     /* A record the log was asked for but could not take is a round unrecorded. */
     if (n > 0 && !roundtrim_log_write(line, n) && roundtrim_config()->log_path)
         __atomic_add_fetch(&rounds_unwritten, 1, __ATOMIC_RELEASE);
-    roundtrim_metrics_file_update(r, r->round, cleanups);
+    roundtrim_diagnose_round(r);
+    roundtrim_metrics_file_update(r, r->round, cleanups, roundtrim_diagnose_latest());
 }
 
 /* Whether one of the rounds round_no+1 .. last_round is a cleanup round. */
@@ -375,6 +404,10 @@ static void summary_record(const char *event, bool locked)
      * already open. */
     if (!roundtrim_log_started() && !(locked && roundtrim_boundaries_seen() > 0))
         return;
+    /* The rounds since the last diagnosis get theirs (not at an exec: the program goes on
+     * when it fails, and a new one does not inherit the window). */
+    if (locked && strcmp(event, "exit") == 0)
+        roundtrim_diagnose_exit();
     uint64_t seen = roundtrim_boundaries_seen();
     uint64_t recorded = rounds_recorded() - __atomic_load_n(&rounds_unwritten, __ATOMIC_ACQUIRE);
     struct roundtrim_traffic total;
@@ -451,6 +484,7 @@ void roundtrim_round_fork_child(void)
     pthread_mutex_init(&round_lock, NULL);
     roundtrim_boundary_fork_child();
     roundtrim_rss_peak_fork_child();
+    roundtrim_diagnose_fork_child();
     memset(&last, 0, sizeof last);
     memset(&pressure, 0, sizeof pressure);
     exiting = exit_begun = in_round = exit_async = false;

@@ -39,6 +39,8 @@ static inline void roundtrim_count_block(void *p, size_t bytes)
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
     c->malloc_calls++;
     c->malloc_bytes += bytes;
+    if (roundtrim_glibc_sizes)
+        roundtrim_count_mmapped(c, roundtrim_glibc_header(p), bytes, false);
     if (__builtin_expect(__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED), 0))
         roundtrim_sample_countdown(p, bytes, c);
 }

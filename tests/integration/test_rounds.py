@@ -132,7 +132,9 @@ def test_exit_before_the_worker_ever_ran_records_the_round_without_taking_locks(
     assert len(res.rounds) == 1
     r = res.rounds[0]
     assert r["source"] == "signal" and r["malloc_calls"] > 0
-    assert r["heap_live"] is None and r["heap_live_skipped"] == "exiting"
+    # the live heap is roundtrim's own counters (no lock); the breakdown is not read at exit
+    assert r["heap_live"] >= 0
+    assert r["memory"] is None and r["memory_skipped"] == "exiting"
     assert r["cleanup"] == [] and r["cleanup_skipped"] == "exiting"
     assert exit_record(res)["rounds"] == 1 and exit_record(res)["rounds_unrecorded"] == 0
 
@@ -251,7 +253,7 @@ def test_failed_exec_carries_on_and_the_exit_record_follows(run_shim):
     assert res.returncode == 0, res.stderr
     assert [r["round"] for r in res.rounds] == [1, 2, 3, 4, 5]
     assert res.rounds[4]["cleanup"][:2] == ["gc", "trim"]  # cleanups resume after the exec
-    events = [r["event"] for r in res.records if r["event"] != "start"]
+    events = [r["event"] for r in res.records if r["event"] not in ("start", "diagnosis")]
     assert events == ["round"] * 4 + ["exec", "round", "exit"]
     assert exit_record(res)["rounds"] == 5 and exit_record(res)["rounds_unrecorded"] == 0
 

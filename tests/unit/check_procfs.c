@@ -112,6 +112,64 @@ START_TEST(round_interval)
 }
 END_TEST
 
+START_TEST(status_memory_split)
+{
+    struct roundtrim_status_mem m;
+    roundtrim_parse_status_mem("VmRSS:\t  3000 kB\nRssAnon:\t 2000 kB\nRssFile:\t 900 kB\n"
+                               "RssShmem:\t 100 kB\n",
+                               &m);
+    ck_assert(m.have_rss && m.have_parts);
+    ck_assert_uint_eq(m.rss, 3000 * 1024);
+    ck_assert_uint_eq(m.anon + m.file + m.shmem, m.rss);
+    roundtrim_parse_status_mem("VmRSS:\t  3000 kB\n", &m); /* a kernel before 4.5 */
+    ck_assert(m.have_rss && !m.have_parts);
+}
+END_TEST
+
+START_TEST(maps_lines)
+{
+    struct roundtrim_map_line m;
+    ck_assert(roundtrim_parse_map_line("55d0c0a00000-55d0c0c21000 rw-p 00000000 00:00 0          "
+                                       "                [heap]",
+                                       &m));
+    ck_assert(m.brk_heap && m.anonymous && m.writable && !m.shared);
+    ck_assert_uint_eq(m.end - m.start, 0x221000);
+    ck_assert(roundtrim_parse_map_line("7f1c4d000000-7f1c4d021000 rw-p 00000000 00:00 0 \n", &m));
+    ck_assert(m.anonymous && !m.brk_heap);
+    ck_assert(roundtrim_parse_map_line("7f1c50000000-7f1c50200000 r-xp 00010000 08:01 123456   "
+                                       "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                                       &m));
+    ck_assert(!m.anonymous && m.exec);
+    ck_assert(roundtrim_parse_map_line("7ffd1000-7ffd2000 rw-p 00000000 00:00 0  [stack]", &m));
+    ck_assert(m.anonymous && !m.brk_heap);
+    ck_assert(!roundtrim_parse_map_line("not a maps line", &m));
+    ck_assert(!roundtrim_parse_map_line("1000-2000 rw", &m));
+}
+END_TEST
+
+START_TEST(glibc_arena_heaps)
+{
+    struct roundtrim_map_line heap, rest, other;
+    /* A non-main arena's heap: 64 MiB aligned, the used part read-write, the rest PROT_NONE. */
+    roundtrim_parse_map_line("7f1c48000000-7f1c48021000 rw-p 00000000 00:00 0", &heap);
+    roundtrim_parse_map_line("7f1c48021000-7f1c4c000000 ---p 00000000 00:00 0", &rest);
+    ck_assert(roundtrim_glibc_arena_heap(&heap, &rest));
+    ck_assert(!roundtrim_glibc_arena_heap(&heap, NULL)); /* no reservation after it */
+    /* A heap grown to its whole size has no rest. */
+    roundtrim_parse_map_line("7f1c48000000-7f1c4c000000 rw-p 00000000 00:00 0", &heap);
+    ck_assert(roundtrim_glibc_arena_heap(&heap, NULL));
+    /* Not aligned: a thread stack or an anonymous mapping of the program. */
+    roundtrim_parse_map_line("7f1c48001000-7f1c48021000 rw-p 00000000 00:00 0", &other);
+    ck_assert(!roundtrim_glibc_arena_heap(&other, &rest));
+    /* Aligned but longer than a heap. */
+    roundtrim_parse_map_line("7f1c48000000-7f1c50000000 rw-p 00000000 00:00 0", &other);
+    ck_assert(!roundtrim_glibc_arena_heap(&other, NULL));
+    /* A file mapping. */
+    roundtrim_parse_map_line("7f1c48000000-7f1c48021000 rw-p 00000000 08:01 99 /tmp/x", &other);
+    ck_assert(!roundtrim_glibc_arena_heap(&other, &rest));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("procfs");
@@ -124,6 +182,9 @@ int main(void)
     tcase_add_test(tc, pressure_warns_once_per_crossing);
     tcase_add_test(tc, pressure_cleanups_are_rate_limited);
     tcase_add_test(tc, round_interval);
+    tcase_add_test(tc, status_memory_split);
+    tcase_add_test(tc, maps_lines);
+    tcase_add_test(tc, glibc_arena_heaps);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

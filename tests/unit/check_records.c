@@ -17,7 +17,7 @@ static struct roundtrim_round_record sample(void)
     r.ts = 1700000000.25;
     r.source = "signal";
     r.allocator = "glibc";
-    r.traffic = (struct roundtrim_traffic){10, 9, 1000, 900};
+    r.traffic = (struct roundtrim_traffic){10, 9, 1000, 900, 0};
     r.heap_live_known = true;
     r.heap_live = 5000;
     r.rss_before = 300;
@@ -68,8 +68,12 @@ START_TEST(round_record_has_every_key_in_order)
                           "\"source\":\"signal\",\"malloc_calls\":10,\"free_calls\":9,"
                           "\"malloc_bytes\":1000,\"free_bytes\":900,\"heap_live\":5000,"
                           "\"rss_before\":300,\"rss_after\":200,\"rss_peak\":400,"
+                          "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
+                          "\"other_anon\":0,\"file\":0,\"shmem\":0,\"device_live\":0,"
+                          "\"device_cached\":0,\"read_us\":0},"
                           "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"trim_us\":5,"
-                          "\"gc_collected\":3,\"gc_us\":6,\"allocator\":\"glibc\"}\n");
+                          "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
+                          "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
 }
 END_TEST
 
@@ -202,7 +206,7 @@ END_TEST
 START_TEST(prometheus_text_has_help_type_and_labels)
 {
     struct roundtrim_round_record r = sample();
-    struct roundtrim_traffic total = {100, 90, 10000, 9000};
+    struct roundtrim_traffic total = {100, 90, 10000, 9000, 0};
     struct roundtrim_prom_input in = {.pid = 42,
                                       .role = "client",
                                       .process = "py\"thon",
@@ -233,6 +237,47 @@ START_TEST(prometheus_text_has_help_type_and_labels)
 }
 END_TEST
 
+START_TEST(memory_parts_and_action_yields)
+{
+    struct roundtrim_round_record r = sample();
+    r.gc_freed_bytes = 4096;
+    r.trim_released_bytes = 8192;
+    r.memory.rss = 1000;
+    for (int p = 0; p < RT_PART_COUNT; p++)
+        r.memory.value[p] = (uint64_t)p * 10;
+    r.memory.part_skipped[RT_PART_PYTHON] = "no_python";
+    r.memory.part_skipped[RT_PART_DEVICE_LIVE] = "no_cuda";
+    r.memory.part_skipped[RT_PART_DEVICE_CACHED] = "no_cuda";
+    char buf[4096];
+    ck_assert(roundtrim_round_record_format(&r, buf, sizeof buf) > 0);
+    ck_assert_ptr_nonnull(strstr(buf,
+                                 "\"memory\":{\"rss\":1000,\"heap_live\":0,\"heap_free\":10,"
+                                 "\"python\":null,\"python_skipped\":\"no_python\","
+                                 "\"other_anon\":30,\"file\":40,\"shmem\":50,"
+                                 "\"device_live\":null,\"device_live_skipped\":\"no_cuda\","
+                                 "\"device_cached\":null,\"device_cached_skipped\":\"no_cuda\","
+                                 "\"read_us\":0}"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"trim_released_bytes\":8192"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"gc_freed_bytes\":4096"));
+    /* Measured once the program began to exit: nothing of it is the round's. */
+    r.memory.skipped = "exiting";
+    ck_assert(roundtrim_round_record_format(&r, buf, sizeof buf) > 0);
+    ck_assert_ptr_nonnull(strstr(buf, "\"memory\":null,\"memory_skipped\":\"exiting\""));
+    /* The metrics: one series per known part. */
+    r.memory.skipped = NULL;
+    struct roundtrim_traffic total = {1, 1, 1, 1, 0};
+    struct roundtrim_prom_input in = {
+        .pid = 1, .role = "client", .process = "p", .last = &r, .total = &total};
+    char text[8192];
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    ck_assert_ptr_nonnull(strstr(
+        text,
+        "roundtrim_memory_bytes{pid=\"1\",role=\"client\",process=\"p\",part=\"file\"} 40\n"));
+    ck_assert_ptr_null(strstr(text, "part=\"python\""));
+    ck_assert_ptr_null(strstr(text, "roundtrim_diagnosis{")); /* no diagnosis yet */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("records");
@@ -247,6 +292,7 @@ int main(void)
     tcase_add_test(tc, strings_are_escaped);
     tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
+    tcase_add_test(tc, memory_parts_and_action_yields);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

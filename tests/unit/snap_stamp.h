@@ -22,7 +22,7 @@ static inline void snap_stamp(struct roundtrim_boundary_snap *s, uint64_t n)
     s->src = (enum roundtrim_source)(n % ROUNDTRIM_SRC_COUNT);
     s->wall_s = (double)(n & ((1ull << 52) - 1));
     s->label = snap_stamp_labels[n % 3];
-    s->traffic = (struct roundtrim_traffic){n, n ^ 0x5555, n * 3, ~n};
+    s->traffic = (struct roundtrim_traffic){n, n ^ 0x5555, n * 3, ~n, n};
     s->cuda.seen = n & 1;
     snap_stamp_class(&s->cuda.device, n * 7);
     snap_stamp_class(&s->cuda.host, ~n);

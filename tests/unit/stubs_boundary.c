@@ -43,7 +43,7 @@ void roundtrim_worker_start_soon(void)
 void roundtrim_counters_total(struct roundtrim_traffic *out)
 {
     uint64_t n = stub_boundary.traffic++;
-    *out = (struct roundtrim_traffic){n, n, n, n};
+    *out = (struct roundtrim_traffic){n, n, n, n, 0};
     stub_boundary.snapshots++;
     stub_boundary.snapshots_after_ensure += ensured;
     ensured = false;

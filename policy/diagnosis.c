@@ -1,0 +1,427 @@
+#include "policy/diagnosis.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Growth below this per round is noise for any process (allocator caches, page-size steps). */
+#define MIN_SLOPE ((double)(256 << 10))
+/* A part grows when it rises by at least this over the window, as a share of RSS, */
+#define MIN_WINDOW_SHARE 0.01
+/* or rises in this share of the steps (a slow, steady leak in a large process). */
+#define MIN_RISING 0.7
+/* What cleanup recovers is worth naming from this much per round; */
+#define MIN_RECOVERED ((double)(1 << 20))
+/* a trim, from this much and this share of RSS (a program's own churn leaves a few MiB of
+ * freed heap at the top at every round's end: that is no fragmentation); */
+#define TRIM_MIN   ((double)(4 << 20))
+#define TRIM_SHARE 0.1
+/* a gc, from this many objects per round. */
+#define GC_OBJECTS_MIN 1000.0
+/* A cause has most of it when its share reaches this; below, the diagnosis says "mixed". */
+#define DOMINANT 0.6
+/* Freed heap kept resident is the problem when it is this share of RSS, at least FREE_MIN. */
+#define FREE_SHARE  0.5
+#define FREE_MIN    ((double)(8 << 20))
+#define CACHE_SHARE 0.5
+#define CACHE_MIN   ((double)(64 << 20))
+
+static const char *const cause_names[RT_CAUSE_COUNT] = {"none",    "leak",       "fragmentation",
+                                                        "garbage", "cuda_cache", "outside_heap"};
+
+const char *roundtrim_cause_name(enum roundtrim_cause c)
+{
+    return (unsigned)c < RT_CAUSE_COUNT ? cause_names[c] : "unknown";
+}
+
+/* A series over the window: y[i] at round x[i]. */
+struct series {
+    double x[64], y[64];
+    size_t n;
+    bool known;
+};
+
+static double slope_of(const struct series *s)
+{
+    if (s->n < 2)
+        return 0;
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        mx += s->x[i];
+        my += s->y[i];
+    }
+    mx /= (double)s->n;
+    my /= (double)s->n;
+    double sxx = 0, sxy = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        sxx += (s->x[i] - mx) * (s->x[i] - mx);
+        sxy += (s->x[i] - mx) * (s->y[i] - my);
+    }
+    return sxx > 0 ? sxy / sxx : 0;
+}
+
+static double mean_of(const struct series *s)
+{
+    double m = 0;
+    for (size_t i = 0; i < s->n; i++)
+        m += s->y[i];
+    return s->n ? m / (double)s->n : 0;
+}
+
+static double rising_share(const struct series *s)
+{
+    size_t up = 0;
+    for (size_t i = 1; i < s->n; i++)
+        if (s->y[i] > s->y[i - 1] + 4096)
+            up++;
+    return s->n > 1 ? (double)up / (double)(s->n - 1) : 0;
+}
+
+/* The sum of the given parts, known only when every one of them is (a missing part must not
+ * read as a flat one). */
+static void sum_series(const struct roundtrim_diag_sample *smp, size_t n,
+                       const enum roundtrim_mem_part *parts, size_t np, bool need_all,
+                       struct series *out)
+{
+    memset(out, 0, sizeof *out);
+    out->known = true;
+    for (size_t i = 0; i < n; i++) {
+        double v = 0;
+        bool any = false;
+        for (size_t k = 0; k < np; k++) {
+            if (smp[i].known[parts[k]]) {
+                v += (double)smp[i].part[parts[k]];
+                any = true;
+            } else if (need_all) {
+                out->known = false;
+            }
+        }
+        if (!any)
+            out->known = false;
+        out->x[out->n] = (double)smp[i].round;
+        out->y[out->n++] = v;
+    }
+}
+
+/* The growth of a series that counts: steady or large enough against RSS. */
+static double growth(const struct series *s, double rss_mean)
+{
+    if (!s->known)
+        return 0;
+    double g = slope_of(s);
+    if (g < MIN_SLOPE)
+        return 0;
+    bool large = g * (double)(s->n - 1) >= MIN_WINDOW_SHARE * rss_mean;
+    return large || rising_share(s) >= MIN_RISING ? g : 0;
+}
+
+static int64_t nearest(double v)
+{
+    return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+}
+
+static void fmt_bytes(char *out, size_t cap, double b)
+{
+    double a = b < 0 ? -b : b;
+    if (a >= (double)(1ull << 30))
+        snprintf(out, cap, "%.2f GiB", b / (double)(1ull << 30));
+    else if (a >= (double)(1 << 20))
+        snprintf(out, cap, "%.1f MiB", b / (double)(1 << 20));
+    else
+        snprintf(out, cap, "%.0f KiB", b / 1024.0);
+}
+
+/* Appends to the advice, never past its end. */
+static void say(struct roundtrim_diagnosis *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(struct roundtrim_diagnosis *d, const char *fmt, ...)
+{
+    size_t len = strlen(d->advice);
+    if (len + 1 >= sizeof d->advice)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->advice + len, sizeof d->advice - len, fmt, ap);
+    va_end(ap);
+}
+
+static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
+                        double g)
+{
+    char b[32];
+    fmt_bytes(b, sizeof b, g);
+    say(d,
+        "Live memory grows %s per round: the program keeps references from one round into "
+        "the next (a list of updates, a copy of the model, a history). No cleanup can free it; "
+        "the fix is in the code that keeps them.",
+        b);
+    if (!ctx->sites)
+        say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
+}
+
+static void advise_fragmentation(struct roundtrim_diagnosis *d,
+                                 const struct roundtrim_diag_context *ctx)
+{
+    char b[32];
+    if (d->trim_released_per_round > 0) {
+        fmt_bytes(b, sizeof b, d->trim_released_per_round);
+        say(d, "Freed heap stays resident; roundtrim's trim gives back %s per round.", b);
+        if (ctx->cleanup_every > 1)
+            say(d,
+                " Cleaning every %llu rounds lets it build up in between: set "
+                "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or ROUNDTRIM_GC_ROUNDS=1).",
+                (unsigned long long)ctx->cleanup_every);
+        else
+            say(d, " Fewer arenas (MALLOC_ARENA_MAX=2) or jemalloc keep less of it.");
+        return;
+    }
+    fmt_bytes(b, sizeof b, d->slope[RT_PART_HEAP_FREE]);
+    say(d, "Freed heap kept resident is %.0f%% of RSS", 100 * d->heap_free_share);
+    if (d->slope[RT_PART_HEAP_FREE] >= MIN_SLOPE)
+        say(d, " and grows %s per round", b);
+    if (ctx->cleanup_every == 0)
+        say(d, ": cleanup is off. Set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
+               "ROUNDTRIM_GC_ROUNDS=1) and roundtrim gives it back every round.");
+    else
+        say(d,
+            ". Cleanup runs every %llu rounds; set ROUNDTRIM_GC_ROUNDS=1, fewer arenas "
+            "(MALLOC_ARENA_MAX=2) or jemalloc.",
+            (unsigned long long)ctx->cleanup_every);
+}
+
+static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
+                   const double *g)
+{
+    char b[32], c[32];
+    switch (d->cause) {
+    case RT_CAUSE_LEAK:
+        advise_leak(d, ctx, g[RT_CAUSE_LEAK]);
+        break;
+    case RT_CAUSE_FRAGMENTATION:
+        advise_fragmentation(d, ctx);
+        break;
+    case RT_CAUSE_GARBAGE:
+        fmt_bytes(b, sizeof b, d->gc_freed_per_round);
+        say(d,
+            "gc frees %.0f objects (%s) per round: reference cycles the program makes each "
+            "round. roundtrim's gc frees them; breaking the cycles (weak references, del of "
+            "what refers back) spares the collection.",
+            d->gc_collected_per_round, b);
+        break;
+    case RT_CAUSE_CUDA_CACHE:
+        if (d->device_released_per_round > 0) {
+            fmt_bytes(b, sizeof b, d->device_released_per_round);
+            say(d,
+                "Device memory cached by PyTorch or the driver's pools; roundtrim's release "
+                "gives back %s per round.",
+                b);
+        } else if (!ctx->cuda_empty_cache) {
+            say(d, "Device memory cached by PyTorch or the driver's pools grows: set "
+                   "NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
+                   "roundtrim releases it at each cleanup.");
+        } else {
+            say(d, "Device memory cached by PyTorch or the driver's pools grows although it is "
+                   "released at cleanup: cleanup may be too rare (ROUNDTRIM_GC_ROUNDS).");
+        }
+        break;
+    case RT_CAUSE_OUTSIDE_HEAP:
+        fmt_bytes(b, sizeof b, g[RT_CAUSE_OUTSIDE_HEAP]);
+        say(d,
+            "Memory outside the allocators grows %s per round (anonymous mappings of the "
+            "program or a library, thread stacks, mapped files, shared memory). No allocator "
+            "setting or cleanup frees it: look for mmap calls, shared memory and threads that "
+            "are never joined.",
+            b);
+        break;
+    case RT_CAUSE_NONE:
+    case RT_CAUSE_COUNT:
+        say(d, "Memory is flat over rounds %llu-%llu.", (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round);
+        break;
+    }
+    /* Never one confident word for a mixed case: every cause with a fair share is named. */
+    bool others = false;
+    for (int k = 1; k < RT_CAUSE_COUNT; k++)
+        others |= k != (int)d->cause && d->share[k] >= (d->mixed ? 0.05 : 0.2);
+    if (others) {
+        say(d, d->mixed ? " Mixed causes:" : " Also:");
+        for (int k = 1; k < RT_CAUSE_COUNT; k++)
+            if (d->share[k] >= (d->mixed ? 0.05 : 0.2))
+                say(d, " %s %.0f%%", cause_names[k], 100 * d->share[k]);
+        say(d, ".");
+    }
+    /* What cleanup recovers beyond what the advice already counted for the cause. */
+    double besides = d->recovered_per_round;
+    if (d->cause == RT_CAUSE_GARBAGE)
+        besides -= d->gc_freed_per_round;
+    else if (d->cause == RT_CAUSE_FRAGMENTATION)
+        besides -= d->trim_released_per_round;
+    else if (d->cause == RT_CAUSE_CUDA_CACHE)
+        besides -= d->device_released_per_round;
+    if (besides >= MIN_RECOVERED) {
+        fmt_bytes(c, sizeof c, besides);
+        say(d, " roundtrim's cleanup recovers %s per round besides.", c);
+    }
+}
+
+/* The cause with the largest score, its shares, and whether it dominates. */
+static bool weigh(struct roundtrim_diagnosis *d, const double *score)
+{
+    double total = 0;
+    for (int k = 1; k < RT_CAUSE_COUNT; k++)
+        total += score[k];
+    if (total <= 0)
+        return false;
+    int best = 0;
+    for (int k = 1; k < RT_CAUSE_COUNT; k++) {
+        d->share[k] = score[k] / total;
+        if (!best || score[k] > score[best])
+            best = k;
+    }
+    d->cause = (enum roundtrim_cause)best;
+    d->mixed = d->share[best] < DOMINANT;
+    return true;
+}
+
+void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
+                        const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
+{
+    memset(d, 0, sizeof *d);
+    if (n > 64) { /* the window: the latest rounds */
+        smp += n - 64;
+        n = 64;
+    }
+    d->rounds = (int)n;
+    if (n < ROUNDTRIM_DIAG_MIN_ROUNDS) {
+        d->skipped = "too_few_rounds";
+        return;
+    }
+    d->first_round = smp[0].round;
+    d->last_round = smp[n - 1].round;
+    struct series s;
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        enum roundtrim_mem_part part = (enum roundtrim_mem_part)p;
+        sum_series(smp, n, &part, 1, true, &s);
+        d->slope_known[p] = s.known;
+        d->slope[p] = s.known ? slope_of(&s) : 0;
+    }
+    struct series rss = {.known = true};
+    double gc_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        rss.x[rss.n] = (double)smp[i].round;
+        rss.y[rss.n++] = (double)smp[i].rss;
+        d->gc_freed_per_round += (double)smp[i].gc_freed;
+        d->gc_collected_per_round += (double)smp[i].gc_collected;
+        d->trim_released_per_round += (double)smp[i].trim_released;
+        d->device_released_per_round += (double)smp[i].device_released;
+        gc_n += smp[i].gc_ran;
+    }
+    (void)gc_n;
+    d->gc_freed_per_round /= (double)n;
+    d->gc_collected_per_round /= (double)n;
+    d->trim_released_per_round /= (double)n;
+    d->device_released_per_round /= (double)n;
+    d->recovered_per_round =
+        d->gc_freed_per_round + d->trim_released_per_round + d->device_released_per_round;
+    d->rss_mean = mean_of(&rss);
+    d->growth_per_round =
+        slope_of(&rss) + d->slope[RT_PART_DEVICE_LIVE] + d->slope[RT_PART_DEVICE_CACHED];
+    struct series free_heap;
+    enum roundtrim_mem_part fp = RT_PART_HEAP_FREE;
+    sum_series(smp, n, &fp, 1, true, &free_heap);
+    double free_mean = free_heap.known ? mean_of(&free_heap) : 0;
+    d->heap_free_share = d->rss_mean > 0 ? free_mean / d->rss_mean : 0;
+
+    /* 1. What grows. */
+    static const enum roundtrim_mem_part live[] = {RT_PART_HEAP_LIVE, RT_PART_PYTHON,
+                                                   RT_PART_DEVICE_LIVE};
+    static const enum roundtrim_mem_part outside[] = {RT_PART_OTHER_ANON, RT_PART_FILE,
+                                                      RT_PART_SHMEM};
+    static const enum roundtrim_mem_part cached[] = {RT_PART_DEVICE_CACHED};
+    double g[RT_CAUSE_COUNT] = {0};
+    sum_series(smp, n, live, 3, false, &s);
+    s.known = s.known && smp[0].known[RT_PART_HEAP_LIVE];
+    g[RT_CAUSE_LEAK] = growth(&s, d->rss_mean);
+    g[RT_CAUSE_FRAGMENTATION] = growth(&free_heap, d->rss_mean);
+    sum_series(smp, n, cached, 1, true, &s);
+    g[RT_CAUSE_CUDA_CACHE] = growth(&s, d->rss_mean);
+    sum_series(smp, n, outside, 3, true, &s);
+    g[RT_CAUSE_OUTSIDE_HEAP] = growth(&s, d->rss_mean);
+    if (weigh(d, g)) {
+        d->from_growth = true;
+        d->decided_by = "growth";
+        advise(d, ctx, g);
+        return;
+    }
+    /* 2. Flat, but because cleanup takes something back every time: what is worth naming. */
+    double r[RT_CAUSE_COUNT] = {0};
+    if (d->gc_collected_per_round >= GC_OBJECTS_MIN && d->gc_freed_per_round >= MIN_SLOPE)
+        r[RT_CAUSE_GARBAGE] = d->gc_freed_per_round;
+    if (d->trim_released_per_round >= TRIM_MIN &&
+        d->trim_released_per_round >= TRIM_SHARE * d->rss_mean)
+        r[RT_CAUSE_FRAGMENTATION] = d->trim_released_per_round;
+    if (d->device_released_per_round >= MIN_RECOVERED)
+        r[RT_CAUSE_CUDA_CACHE] = d->device_released_per_round;
+    if (weigh(d, r)) {
+        d->decided_by = "cleanup_yield";
+        advise(d, ctx, g);
+        return;
+    }
+    memset(d->share, 0, sizeof d->share);
+    /* 3. Flat, but most of it is freed memory kept. */
+    sum_series(smp, n, cached, 1, true, &s);
+    double cached_mean = s.known ? mean_of(&s) : 0;
+    sum_series(smp, n, live + 2, 1, true, &s);
+    double device_live_mean = s.known ? mean_of(&s) : 0;
+    if (free_heap.known && d->heap_free_share >= FREE_SHARE && free_mean >= FREE_MIN) {
+        d->cause = RT_CAUSE_FRAGMENTATION;
+    } else if (cached_mean >= CACHE_MIN &&
+               cached_mean >= CACHE_SHARE * (cached_mean + device_live_mean)) {
+        d->cause = RT_CAUSE_CUDA_CACHE;
+    } else {
+        d->cause = RT_CAUSE_NONE;
+    }
+    d->share[d->cause] = d->cause == RT_CAUSE_NONE ? 0 : 1;
+    d->decided_by = d->cause == RT_CAUSE_NONE ? "flat" : "level";
+    advise(d, ctx, g);
+}
+
+void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d)
+{
+    if (d->skipped) {
+        roundtrim_json_str(j, "cause", NULL);
+        roundtrim_json_str(j, "cause_skipped", d->skipped);
+        roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
+        return;
+    }
+    roundtrim_json_str(j, "cause", cause_names[d->cause]);
+    roundtrim_json_bool(j, "mixed", d->mixed);
+    roundtrim_json_str(j, "decided_by", d->decided_by);
+    roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
+    roundtrim_json_u64(j, "first_round", d->first_round);
+    roundtrim_json_u64(j, "last_round", d->last_round);
+    roundtrim_json_i64(j, "growth_bytes_per_round", (int64_t)nearest(d->growth_per_round));
+    roundtrim_json_object_begin(j, "slopes");
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        const char *name = roundtrim_mem_part_name((enum roundtrim_mem_part)p);
+        if (d->slope_known[p])
+            roundtrim_json_i64(j, name, (int64_t)nearest(d->slope[p]));
+        else
+            roundtrim_json_str(j, name, NULL);
+    }
+    roundtrim_json_object_end(j);
+    roundtrim_json_object_begin(j, "shares");
+    for (int k = 1; k < RT_CAUSE_COUNT; k++)
+        if (d->share[k] > 0)
+            roundtrim_json_u64(j, cause_names[k], (uint64_t)nearest(100 * d->share[k]));
+    roundtrim_json_object_end(j);
+    roundtrim_json_u64(j, "recovered_bytes_per_round", (uint64_t)nearest(d->recovered_per_round));
+    roundtrim_json_object_begin(j, "recovered");
+    roundtrim_json_u64(j, "gc", (uint64_t)nearest(d->gc_freed_per_round));
+    roundtrim_json_u64(j, "trim", (uint64_t)nearest(d->trim_released_per_round));
+    roundtrim_json_u64(j, "device", (uint64_t)nearest(d->device_released_per_round));
+    roundtrim_json_object_end(j);
+    roundtrim_json_u64(j, "gc_collected_per_round", (uint64_t)nearest(d->gc_collected_per_round));
+    roundtrim_json_u64(j, "heap_free_percent", (uint64_t)nearest(100 * d->heap_free_share));
+    roundtrim_json_str(j, "advice", d->advice);
+}

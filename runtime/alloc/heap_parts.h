@@ -1,0 +1,30 @@
+/* The malloc heap split in two: bytes in live blocks (roundtrim's own counters: no lock, no walk)
+ * and freed memory the allocator keeps resident (what a trim or purge can give back), read from
+ * the allocator's statistics (jemalloc) or from the residency of glibc's arenas. */
+#ifndef ROUNDTRIM_RUNTIME_ALLOC_HEAP_PARTS_H
+#define ROUNDTRIM_RUNTIME_ALLOC_HEAP_PARTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/round_record.h"
+
+struct roundtrim_heap_parts {
+    bool live_known;
+    uint64_t live;
+    const char *live_skipped; /* why live is unknown: the counts are not measured */
+    bool free_known;
+    uint64_t free_resident;
+    const char *free_skipped; /* "allocator_unknown", "maps_unreadable", ... */
+    uint64_t arena_mapped;    /* glibc: bytes mapped for its arenas (for the benchmark) */
+};
+
+/* total: the process's cumulative counts at the boundary. */
+void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
+                               struct roundtrim_heap_parts *out);
+
+/* glibc's arenas: their mapped and resident bytes, from /proc/self/maps and mincore (a page-table
+ * walk of the arenas alone). False when the maps could not be read. */
+bool roundtrim_glibc_arenas_resident(uint64_t *mapped, uint64_t *resident);
+
+#endif

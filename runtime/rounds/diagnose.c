@@ -1,0 +1,102 @@
+#include "runtime/rounds/diagnose.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/core/clock.h"
+#include "runtime/core/settings.h"
+#include "runtime/output/log_writer.h"
+#include "runtime/python/bridge.h"
+
+#define WINDOW_MAX 64 /* ROUNDTRIM_DIAG_ROUNDS's largest value */
+
+static struct roundtrim_diag_sample window[WINDOW_MAX];
+static size_t filled, next_at; /* a ring: the oldest is at next_at once full */
+static uint64_t rounds_since;  /* rounds measured since the last diagnosis */
+static uint64_t last_round;    /* the latest round recorded */
+static struct roundtrim_diagnosis latest;
+static bool have_latest;
+
+static size_t window_size(void)
+{
+    uint64_t k = roundtrim_config()->diag_rounds;
+    return k < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS
+           : k > WINDOW_MAX              ? WINDOW_MAX
+                                         : (size_t)k;
+}
+
+static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_diag_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->round = r->round;
+    s->rss = r->memory.rss;
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        s->known[p] = r->memory.part_skipped[p] == NULL;
+        s->part[p] = r->memory.value[p];
+    }
+    s->gc_ran = r->gc_ran;
+    s->gc_collected = r->gc_collected;
+    s->gc_freed = r->gc_freed_bytes;
+    s->trimmed = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
+    s->trim_released = r->trim_released_bytes;
+    s->device_released = r->torch_released_bytes + r->cuda_pool_trim_bytes;
+}
+
+static void write_record(void)
+{
+    size_t k = window_size(), n = filled < k ? filled : k;
+    struct roundtrim_diag_sample ordered[WINDOW_MAX];
+    /* The newest n, oldest first. */
+    for (size_t i = 0; i < n; i++)
+        ordered[i] = window[(next_at + WINDOW_MAX - n + i) % WINDOW_MAX];
+    const struct roundtrim_config *cfg = roundtrim_config();
+    struct roundtrim_diag_context ctx = {
+        .cleanup_every = cfg->gc_rounds,
+        .cuda_empty_cache = cfg->cuda_empty_cache,
+        .sites = cfg->sites,
+        .python = roundtrim_python_found(),
+    };
+    roundtrim_diagnose(ordered, n, &ctx, &latest);
+    have_latest = true;
+    rounds_since = 0;
+    static char line[4096];
+    struct roundtrim_json j;
+    roundtrim_json_event_begin(&j, line, sizeof line, "diagnosis", (int)getpid(),
+                               roundtrim_wall_seconds());
+    roundtrim_json_u64(&j, "round", last_round);
+    roundtrim_diagnosis_json(&j, &latest);
+    size_t len = roundtrim_json_end(&j);
+    if (len > 0)
+        roundtrim_log_write(line, len);
+}
+
+void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
+{
+    last_round = r->round;
+    if (r->memory.skipped)
+        return;
+    sample_of(r, &window[next_at]);
+    next_at = (next_at + 1) % WINDOW_MAX;
+    if (filled < WINDOW_MAX)
+        filled++;
+    if (++rounds_since >= window_size())
+        write_record();
+}
+
+void roundtrim_diagnose_exit(void)
+{
+    if (rounds_since > 0 && filled >= ROUNDTRIM_DIAG_MIN_ROUNDS)
+        write_record();
+}
+
+const struct roundtrim_diagnosis *roundtrim_diagnose_latest(void)
+{
+    return have_latest ? &latest : NULL;
+}
+
+void roundtrim_diagnose_fork_child(void)
+{
+    filled = next_at = 0;
+    rounds_since = last_round = 0;
+    have_latest = false;
+}

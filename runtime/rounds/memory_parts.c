@@ -1,0 +1,98 @@
+#include "runtime/rounds/memory_parts.h"
+
+#include <string.h>
+
+#include "runtime/alloc/heap_parts.h"
+#include "runtime/alloc/thread_counters.h"
+#include "runtime/core/proc_mem.h"
+#include "runtime/cuda/track.h"
+#include "runtime/python/arenas.h"
+#include "runtime/python/bridge.h"
+
+static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p, const char *why)
+{
+    m->value[p] = 0;
+    m->part_skipped[p] = why;
+}
+
+/* Device memory: what the program's tensors and buffers use, and what caches keep beside it.
+ * PyTorch's cached blocks were allocated from the driver and look live to the hooks. */
+static void read_device(struct roundtrim_memory_parts *m, const struct roundtrim_cuda_round *cuda)
+{
+    if (!cuda->present) {
+        skip(m, RT_PART_DEVICE_LIVE, "no_cuda");
+        skip(m, RT_PART_DEVICE_CACHED, "no_cuda");
+        return;
+    }
+    uint64_t pool_cached = 0, allocated = 0, reserved = 0, torch_cached = 0;
+    const char *pools = roundtrim_cuda_pool_cached(&pool_cached);
+    const char *torch = roundtrim_python_torch_memory(&allocated, &reserved);
+    if (!torch && reserved > allocated)
+        torch_cached = reserved - allocated;
+    uint64_t live = cuda->live_bytes;
+    m->value[RT_PART_DEVICE_LIVE] = live > torch_cached ? live - torch_cached : 0;
+    if (pools)
+        skip(m, RT_PART_DEVICE_CACHED, pools);
+    else
+        m->value[RT_PART_DEVICE_CACHED] = pool_cached + torch_cached;
+}
+
+void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
+                                 const struct roundtrim_traffic *total,
+                                 const struct roundtrim_cuda_round *cuda)
+{
+    struct roundtrim_status_mem st;
+    bool have_status = roundtrim_status_mem_read(&st);
+    m->rss = st.rss;
+    struct roundtrim_heap_parts heap;
+    roundtrim_heap_parts_read(total, &heap);
+    if (heap.live_known)
+        m->value[RT_PART_HEAP_LIVE] = heap.live;
+    else
+        skip(m, RT_PART_HEAP_LIVE, heap.live_skipped);
+    if (heap.free_known)
+        m->value[RT_PART_HEAP_FREE] = heap.free_resident;
+    else
+        skip(m, RT_PART_HEAP_FREE, heap.free_skipped);
+    uint64_t py = 0;
+    const char *py_why = roundtrim_python_arena_bytes(&py);
+    if (py_why)
+        skip(m, RT_PART_PYTHON, py_why);
+    else
+        m->value[RT_PART_PYTHON] = py;
+    if (!have_status || !st.have_parts) {
+        const char *why = have_status ? "kernel_without_rss_parts" : "status_unreadable";
+        skip(m, RT_PART_OTHER_ANON, why);
+        skip(m, RT_PART_FILE, why);
+        skip(m, RT_PART_SHMEM, why);
+    } else {
+        m->value[RT_PART_FILE] = st.file;
+        m->value[RT_PART_SHMEM] = st.shmem;
+        /* The rest of the anonymous memory; the parts it is taken from must all be known. A
+         * process without Python has no arenas: 0 is then exact. */
+        const char *why = m->part_skipped[RT_PART_HEAP_LIVE]             ? "heap_live_unknown"
+                          : m->part_skipped[RT_PART_HEAP_FREE]           ? "heap_free_unknown"
+                          : (py_why && strcmp(py_why, "no_python") != 0) ? "python_unknown"
+                                                                         : NULL;
+        uint64_t known = m->value[RT_PART_HEAP_LIVE] + m->value[RT_PART_HEAP_FREE] + py;
+        if (why)
+            skip(m, RT_PART_OTHER_ANON, why);
+        else
+            m->value[RT_PART_OTHER_ANON] = st.anon > known ? st.anon - known : 0;
+    }
+    read_device(m, cuda);
+}
+
+uint64_t roundtrim_memory_live_now(void)
+{
+    struct roundtrim_traffic t;
+    roundtrim_counters_total(&t);
+    uint64_t py = 0;
+    roundtrim_python_arena_bytes(&py);
+    return roundtrim_counters_live(&t) + py;
+}
+
+uint64_t roundtrim_memory_device_now(void)
+{
+    return roundtrim_cuda_device_live();
+}

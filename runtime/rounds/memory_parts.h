@@ -1,0 +1,20 @@
+/* Reads where the process's memory is (the round record's "memory"): the resident set split into
+ * parts that add up, and the device memory, each from its cheapest source. */
+#ifndef ROUNDTRIM_RUNTIME_ROUNDS_MEMORY_PARTS_H
+#define ROUNDTRIM_RUNTIME_ROUNDS_MEMORY_PARTS_H
+
+#include "policy/round_record.h"
+
+/* total: the process's cumulative malloc counts at the boundary; cuda: the round's device
+ * figures (filled before). */
+void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
+                                 const struct roundtrim_traffic *total,
+                                 const struct roundtrim_cuda_round *cuda);
+
+/* Bytes held by live malloc blocks and pymalloc arenas now (what a gc can lower). */
+uint64_t roundtrim_memory_live_now(void);
+
+/* Device bytes in use by the program now, as the driver hooks count them. */
+uint64_t roundtrim_memory_device_now(void);
+
+#endif

@@ -1,0 +1,270 @@
+/* Telling the causes of memory growth apart from rounds' breakdowns, and what the advice says. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/diagnosis.h"
+#include "run_suite.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* n rounds of a process with every part known: base values plus a growth per round for each. */
+struct shape {
+    double base[RT_PART_COUNT], grow[RT_PART_COUNT];
+    double gc_freed, trim_released, device_released, gc_collected;
+};
+
+static size_t make(struct roundtrim_diag_sample *s, size_t n, const struct shape *sh, bool python,
+                   bool cuda)
+{
+    for (size_t i = 0; i < n; i++) {
+        memset(&s[i], 0, sizeof s[i]);
+        s[i].round = i + 1;
+        double rss = 0;
+        for (int p = 0; p < RT_PART_COUNT; p++) {
+            bool device = p == RT_PART_DEVICE_LIVE || p == RT_PART_DEVICE_CACHED;
+            s[i].known[p] = (p != RT_PART_PYTHON || python) && (!device || cuda);
+            double v = sh->base[p] + sh->grow[p] * (double)i;
+            s[i].part[p] = s[i].known[p] ? (uint64_t)v : 0;
+            if (!device && s[i].known[p])
+                rss += v;
+        }
+        s[i].rss = (uint64_t)rss;
+        s[i].gc_freed = (uint64_t)sh->gc_freed;
+        s[i].gc_collected = (uint64_t)sh->gc_collected;
+        s[i].gc_ran = sh->gc_freed > 0 || sh->gc_collected > 0;
+        s[i].trim_released = (uint64_t)sh->trim_released;
+        s[i].trimmed = sh->trim_released > 0;
+        s[i].device_released = (uint64_t)sh->device_released;
+    }
+    return n;
+}
+
+static const struct roundtrim_diag_context every_round = {1, true, false, true};
+
+static struct shape base_shape(void)
+{
+    struct shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.base[RT_PART_HEAP_LIVE] = 200 * MIB;
+    sh.base[RT_PART_HEAP_FREE] = 10 * MIB;
+    sh.base[RT_PART_PYTHON] = 30 * MIB;
+    sh.base[RT_PART_OTHER_ANON] = 20 * MIB;
+    sh.base[RT_PART_FILE] = 40 * MIB;
+    return sh;
+}
+
+START_TEST(steady_live_growth_is_a_leak_that_cleanup_cannot_fix)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 4 * MIB;
+    sh.gc_freed = 50 * MIB; /* cleanup recovers a lot of something else */
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_ptr_null(d.skipped);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert(!d.mixed);
+    ck_assert_double_eq_tol(d.slope[RT_PART_HEAP_LIVE], 4 * MIB, 1024);
+    ck_assert_double_eq_tol(d.growth_per_round, 4 * MIB, 1024);
+    ck_assert_ptr_nonnull(strstr(d.advice, "4.0 MiB per round"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "ROUNDTRIM_SITES=true"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "recovers 50.0 MiB per round besides"));
+}
+END_TEST
+
+START_TEST(small_python_objects_growing_are_a_leak_not_outside_the_heap)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 1.3 * MIB;
+    sh.grow[RT_PART_PYTHON] = 6 * MIB;
+    struct roundtrim_diagnosis d;
+    struct roundtrim_diag_context ctx = every_round;
+    ctx.sites = true;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &ctx, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_double_eq_tol(d.share[RT_CAUSE_LEAK], 1.0, 1e-9);
+    ck_assert_ptr_null(strstr(d.advice, "ROUNDTRIM_SITES=true")); /* sampling is on */
+}
+END_TEST
+
+START_TEST(free_heap_kept_with_cleanup_off_is_fragmentation)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.base[RT_PART_HEAP_LIVE] = 29 * MIB;
+    sh.base[RT_PART_HEAP_FREE] = 580 * MIB; /* flat: the damage is done */
+    struct roundtrim_diag_context off = every_round;
+    off.cleanup_every = 0;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &off, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+    ck_assert_str_eq(d.decided_by, "level");
+    ck_assert(d.heap_free_share > 0.8);
+    ck_assert_ptr_nonnull(strstr(d.advice, "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1"));
+    /* Growing instead of flat: the same cause, found by growth. */
+    sh.base[RT_PART_HEAP_FREE] = 100 * MIB;
+    sh.grow[RT_PART_HEAP_FREE] = 20 * MIB;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &off, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+    ck_assert_str_eq(d.decided_by, "growth");
+}
+END_TEST
+
+START_TEST(what_trim_recovers_every_round_is_fragmentation)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.trim_released = 150 * MIB;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+    ck_assert_str_eq(d.decided_by, "cleanup_yield");
+    ck_assert_ptr_nonnull(strstr(d.advice, "150.0 MiB per round"));
+}
+END_TEST
+
+START_TEST(what_gc_frees_every_round_is_garbage)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.gc_freed = 40 * MIB;
+    sh.gc_collected = 120000;
+    sh.trim_released = 10 * MIB;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "garbage");
+    ck_assert_double_eq_tol(d.share[RT_CAUSE_GARBAGE], 0.8, 1e-9);
+    ck_assert_ptr_nonnull(strstr(d.advice, "120000 objects"));
+}
+END_TEST
+
+START_TEST(device_cache_growing_is_cuda_cache)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.base[RT_PART_DEVICE_LIVE] = 2000 * MIB;
+    sh.grow[RT_PART_DEVICE_CACHED] = 64 * MIB;
+    struct roundtrim_diag_context no_release = every_round;
+    no_release.cuda_empty_cache = false;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, true), &no_release, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "cuda_cache");
+    ck_assert_ptr_nonnull(strstr(d.advice, "NVFLARE_CUDA_EMPTY_CACHE=true"));
+}
+END_TEST
+
+START_TEST(anonymous_growth_beside_a_flat_heap_is_outside_the_heap)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_OTHER_ANON] = 8 * MIB;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "outside_heap");
+    ck_assert_ptr_nonnull(strstr(d.advice, "No allocator setting or cleanup frees it"));
+}
+END_TEST
+
+START_TEST(flat_memory_is_none_and_noise_is_not_growth)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    make(s, 10, &sh, true, false);
+    /* Jitter of 200 KiB up and down: no cause. */
+    for (size_t i = 0; i < 10; i++)
+        s[i].part[RT_PART_HEAP_LIVE] += (i % 2) * 200 * 1024;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, 10, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
+    ck_assert_str_eq(d.decided_by, "flat");
+}
+END_TEST
+
+START_TEST(a_mixed_case_names_the_shares)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 3 * MIB;
+    sh.grow[RT_PART_OTHER_ANON] = 2.5 * MIB;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &every_round, &d);
+    ck_assert(d.mixed);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_nonnull(strstr(d.advice, "Mixed causes: leak 55% outside_heap 45%"));
+}
+END_TEST
+
+START_TEST(unknown_parts_are_never_read_as_flat)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_OTHER_ANON] = 8 * MIB;
+    make(s, 10, &sh, false, false);
+    for (size_t i = 0; i < 10; i++)
+        s[i].known[RT_PART_HEAP_LIVE] = s[i].known[RT_PART_OTHER_ANON] = false;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, 10, &every_round, &d);
+    ck_assert(!d.slope_known[RT_PART_HEAP_LIVE]);
+    ck_assert_str_ne(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_str_ne(roundtrim_cause_name(d.cause), "outside_heap");
+}
+END_TEST
+
+START_TEST(too_few_rounds_say_so)
+{
+    struct roundtrim_diag_sample s[2];
+    struct shape sh = base_shape();
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 2, &sh, false, false), &every_round, &d);
+    ck_assert_str_eq(d.skipped, "too_few_rounds");
+    char buf[2048];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, sizeof buf);
+    roundtrim_diagnosis_json(&j, &d);
+    ck_assert(roundtrim_json_end(&j) > 0);
+    ck_assert_ptr_nonnull(strstr(buf, "\"cause\":null,\"cause_skipped\":\"too_few_rounds\""));
+}
+END_TEST
+
+START_TEST(json_form)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 4 * MIB;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &every_round, &d);
+    char buf[4096];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, sizeof buf);
+    roundtrim_diagnosis_json(&j, &d);
+    ck_assert(roundtrim_json_end(&j) > 0);
+    ck_assert_ptr_nonnull(strstr(buf, "\"cause\":\"leak\""));
+    ck_assert_ptr_nonnull(strstr(buf, "\"growth_bytes_per_round\":4194304"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"heap_live\":4194304"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"python\":null"));
+    ck_assert_ptr_nonnull(strstr(buf, "\"shares\":{\"leak\":100}"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("diagnosis");
+    TCase *tc = tcase_create("diagnosis");
+    tcase_add_test(tc, steady_live_growth_is_a_leak_that_cleanup_cannot_fix);
+    tcase_add_test(tc, small_python_objects_growing_are_a_leak_not_outside_the_heap);
+    tcase_add_test(tc, free_heap_kept_with_cleanup_off_is_fragmentation);
+    tcase_add_test(tc, what_trim_recovers_every_round_is_fragmentation);
+    tcase_add_test(tc, what_gc_frees_every_round_is_garbage);
+    tcase_add_test(tc, device_cache_growing_is_cuda_cache);
+    tcase_add_test(tc, anonymous_growth_beside_a_flat_heap_is_outside_the_heap);
+    tcase_add_test(tc, flat_memory_is_none_and_noise_is_not_growth);
+    tcase_add_test(tc, a_mixed_case_names_the_shares);
+    tcase_add_test(tc, unknown_parts_are_never_read_as_flat);
+    tcase_add_test(tc, too_few_rounds_say_so);
+    tcase_add_test(tc, json_form);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
