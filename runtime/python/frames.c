@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/core/hash.h"
+
 /* Where the fields the stack walk reads sit in one CPython minor version (x86-64 and other LP64
  * targets, a release build with the GIL), taken from that version's internal headers:
  * pycore_pystate.h/cpython/pystate.h (the thread state), pycore_frame.h (_PyInterpreterFrame),
@@ -265,7 +267,11 @@ static bool read_frame(const struct frames_layout *l, const char *frame,
         return false;
     intptr_t units = (intptr_t)load_ptr(code, OB_SIZE);
     ptrdiff_t offset = instr - first;
+    uint64_t names =
+        roundtrim_hash_mix(ROUNDTRIM_HASH_START, (uintptr_t)load_ptr(code, l->code_filename));
+    names = roundtrim_hash_mix(names, (uintptr_t)load_ptr(code, l->code_qualname));
     out->code = code;
+    out->names_key = (uint32_t)(names >> 32);
     out->line = offset >= 0 && offset < units * CODE_UNIT && offset <= INT32_MAX
                     ? fr.addr2line(code, (int)offset)
                     : -1;

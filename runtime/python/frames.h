@@ -6,12 +6,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/python/api.h"
 
 struct roundtrim_py_frame {
     const void *code; /* the frame's code object (alive while the frame runs) */
     int line;         /* the line executing now; < 0 when the instruction has none */
+    /* From the addresses of the code object's names: tells apart code objects that held the
+     * same address in turn (one freed, another created there), whose names differ. */
+    uint32_t names_key;
 };
 
 /* Picks the frame layout of the interpreter that `api` was resolved from (its version, its
