@@ -60,7 +60,7 @@ def growing_sites(proc, resolver):
         return []
     grows, _ = roundtrim_sites.growing_sites(window)
     grows = grows[:MAX_SITES]
-    frames = [f for g in grows for f in roundtrim_sites.native_frames(g.site.entry)]
+    frames = [f for g in grows for f in roundtrim_sites.shown_frames(g.site.entry)]
     resolver.resolve_all(frames)
     return [{
         "site": g.site.id,

@@ -8,6 +8,11 @@ This module reads those records per process, fits a least-squares line to each s
 over the last rounds, and prints the sites that grow, with their stacks, naming native frames
 the log left unnamed (roundtrim_symbols).
 
+A stack leads with the user's own frames, as memray and py-spy show them: the Python frames,
+then the native frames of the user's own code. The native frames of the runtimes underneath
+(CPython, PyTorch, NumPy, the C and C++ runtimes) are folded into one line that names their
+modules; --native shows every frame.
+
 A site appears in a record only while it is among the top sites, so a round where it is absent
 tells nothing about it: the fit uses the rounds where it is known, needs 3 of them, and needs
 the last round of the window (a site that dropped out of the lists may have been freed).
@@ -15,6 +20,7 @@ the last round of the window (a site that dropped out of the lists may have been
 
 import importlib.util
 import math
+import re
 import sys
 
 from roundtrim_stats import slope
@@ -198,31 +204,90 @@ def python_text(frame):
     return f"{file}:{line if line is not None else '?'} {function}"
 
 
-def stack_lines(entry, resolver):
+# The runtimes under a user's code, by the file name of the module (a frame's "module", the
+# path the loader has for it): CPython (the interpreter, libpython, the standard library's
+# extension modules and libffi under ctypes), PyTorch, NumPy and the BLAS it calls, OpenMP, the
+# C++ runtime and its unwinder, the C library and the loader.
+RUNTIME_FILES = re.compile(
+    r"python\d[\d.]*[a-z]*"  # the interpreter's executable (python3.11)
+    r"|(libpython|libffi|libtorch|libc10|libcaffe2|libopenblas|libmkl|libgomp|libiomp"
+    r"|libgfortran|libquadmath|libstdc\+\+|libgcc_s|libunwind|ld-linux|ld64)[^/]*\.so[.0-9]*"
+    r"|(libc|libm|libpthread|libdl|librt|libshm|libblas|libcblas|liblapack|libomp)\.so[.0-9]*")
+# Folders whose modules are all a runtime's: CPython's own extension modules, the modules and
+# the bundled libraries of the torch and numpy packages (pip wheels and Debian's).
+RUNTIME_DIRS = re.compile(r"/(lib-dynload|torch|torch\.libs|numpy|numpy\.libs|[^/]*\.libs)/")
+EXTENSION_TAG = re.compile(r"(\.cpython-[^./]*|\.abi3)?\.so(\.[0-9.]*)?$")
+
+
+def runtime_module(module):
+    """The short name of a runtime's module ("libtorch_cpu", "python3.11", "_multiarray_umath",
+    "libc"), or None for a module of the user's own (the program, its libraries, its
+    extensions) or an unknown one."""
+    if not isinstance(module, str) or not module:
+        return None
+    name = module.rsplit("/", 1)[-1]
+    if not (RUNTIME_FILES.fullmatch(name) or RUNTIME_DIRS.search(module)):
+        return None
+    return EXTENSION_TAG.sub("", name) or name
+
+
+def folded_text(frames):
+    """The line that stands for the runtime frames: how many, and their modules in the order
+    they first come, innermost first."""
+    modules = list(dict.fromkeys(runtime_module(f.get("module")) for f in frames))
+    count = len(frames)
+    return (f"{count} runtime frame{'s' if count != 1 else ''} folded ({', '.join(modules)}; "
+            "--native shows them)")
+
+
+def stack_lines(entry, resolver, native=False):
+    """The site's stack as lines: its Python frames (innermost first), then its native frames.
+    Unless native is set, the runtimes' native frames are folded into one line after the user's
+    own; a stack of runtime frames only (a thread with no Python frame, such as a PyTorch
+    worker) shows them, having nothing else to lead with."""
     lines = [python_text(f) for f in python_frames(entry)]
     natives = native_frames(entry)
-    lines += [resolver.text(f) for f in natives[:MAX_NATIVE_FRAMES]]
-    if len(natives) > MAX_NATIVE_FRAMES:
-        lines.append(f"... {len(natives) - MAX_NATIVE_FRAMES} more native frames")
+    shown, folded = natives, []
+    if not native:
+        own = [f for f in natives if runtime_module(f.get("module")) is None]
+        if own or lines:
+            shown, folded = own, [f for f in natives if runtime_module(f.get("module"))]
+    cap = len(shown) if native else MAX_NATIVE_FRAMES
+    lines += [resolver.text(f) for f in shown[:cap]]
+    if len(shown) > cap:
+        lines.append(f"... {len(shown) - cap} more native frames")
+    if folded:
+        lines.append(folded_text(folded))
     if not lines:
         lines.append("(no frames recorded)")
     return lines
 
 
+def shown_frames(entry, native=False):
+    """The native frames stack_lines names (for the resolver to look up in one go)."""
+    natives = native_frames(entry)
+    if native:
+        return natives
+    own = [f for f in natives if runtime_module(f.get("module")) is None]
+    return (own if own or python_frames(entry) else natives)[:MAX_NATIVE_FRAMES]
+
+
 def best_name(entry, resolver):
     """What a person calls the site: its innermost Python frame, else its first named native
-    frame, else its first module+offset."""
+    frame of the user's own, else of a runtime, else its first module+offset."""
     for frame in python_frames(entry):
         file = str(frame.get("file") or "?").rsplit("/", 1)[-1]
         return f"{frame.get('function') or '?'} ({file}:{frame.get('line', '?')})"
     natives = native_frames(entry)
-    for frame in natives:
+    own = [f for f in natives if runtime_module(f.get("module")) is None]
+    for frame in own + [f for f in natives if f not in own]:
         name = resolver.name(frame)
         if name:
             return name
     if natives:
-        module = str(natives[0].get("module") or "?").rsplit("/", 1)[-1]
-        return f"{module}+{natives[0].get('offset') or '?'}"
+        first = (own or natives)[0]
+        module = str(first.get("module") or "?").rsplit("/", 1)[-1]
+        return f"{module}+{first.get('offset') or '?'}"
     return "site " + entry.get("site", "?")
 
 
@@ -256,7 +321,7 @@ def header_lines(kept, last):
     return lines
 
 
-def print_process(proc, describe, last, resolver, out):
+def print_process(proc, describe, last, resolver, out, native=False):
     """The growing sites of one process; returns its growing sites (for the plot)."""
     print(describe(proc), file=out)
     window = proc.sites.records()[-last:]
@@ -281,14 +346,13 @@ def print_process(proc, describe, last, resolver, out):
               "grew by less than one sampling interval", file=out)
         print(file=out)
         return []
-    frames = [f for g in grows[:MAX_SITES_SHOWN] for f in native_frames(g.site.entry)
-              [:MAX_NATIVE_FRAMES]]
+    frames = [f for g in grows[:MAX_SITES_SHOWN] for f in shown_frames(g.site.entry, native)]
     resolver.resolve_all(frames)
     for n, g in enumerate(grows[:MAX_SITES_SHOWN], 1):
         print(f"  {n:>2}. {human_rate(g.per_round)}  live {human_bytes(g.last_live)} at round "
               f"{g.points[-1][0]}  grew in {g.rises} of {len(g.points) - 1} steps  "
               f"(site {g.site.id})", file=out)
-        for line in stack_lines(g.site.entry, resolver):
+        for line in stack_lines(g.site.entry, resolver, native):
             print(f"        {line}", file=out)
     if len(grows) > MAX_SITES_SHOWN:
         print(f"  ... and {len(grows) - MAX_SITES_SHOWN} more growing sites, each slower",
@@ -370,15 +434,15 @@ def draw(panels, png, resolver):
 # ---- entry ----------------------------------------------------------------------------------
 
 
-def report(procs, describe, last, png, out, err):
+def report(procs, describe, last, png, out, err, native=False):
     """Prints the growing sites of each process (proc.sites: a Kept of at least the last
     `last` rounds, with the history when png is set) and draws the plot; returns an error
-    message about the plot, or None."""
+    message about the plot, or None. native: every native frame of each stack, none folded."""
     resolver = Resolver()
     panels = []
     last = last or DEFAULT_LAST
     for proc in procs:
-        grows = print_process(proc, describe, last, resolver, out)
+        grows = print_process(proc, describe, last, resolver, out, native)
         window = proc.sites.records()[-last:]
         if window:
             panels.append((f"process {proc.pid}", proc.sites.history, window, grows))

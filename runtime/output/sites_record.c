@@ -58,7 +58,7 @@ static int top(const uint64_t *value, uint32_t count, uint32_t *out, int n)
 
 static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_py *f)
 {
-    const struct roundtrim_code_names *names = roundtrim_code_names_find(f->code);
+    const struct roundtrim_code_names *names = roundtrim_code_names_find(f->code, f->names_key);
     roundtrim_json_object_begin(j, NULL);
     roundtrim_json_str(j, "file", names ? names->file : NULL);
     roundtrim_json_str(j, "function", names ? names->function : NULL);

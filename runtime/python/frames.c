@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/core/hash.h"
+
 /* Where the fields the stack walk reads sit in one CPython minor version (x86-64 and other LP64
  * targets, a release build with the GIL), taken from that version's internal headers:
  * pycore_pystate.h/cpython/pystate.h (the thread state), pycore_frame.h (_PyInterpreterFrame),
@@ -24,8 +26,9 @@ struct frames_layout {
     size_t code_adaptive;       /* the instructions, inline in the code object */
     size_t str_ascii_size;      /* sizeof(PyASCIIObject): ASCII characters follow */
     size_t str_compact_size;    /* sizeof(PyCompactUnicodeObject): other kinds follow */
-    size_t str_utf8_length;
-    size_t str_utf8; /* char *, set once something asked for the UTF-8 form */
+    /* The attached thread state is a thread-local (_Py_tss_tstate, 3.12 on): whatever it holds
+     * is the calling thread's own. Before, it is one global for the whole runtime. */
+    bool attached_per_thread;
     /* From 3.13, _PyRuntime starts with _Py_DebugOffsets, the interpreter's own statement of
      * its layout for out-of-process debuggers: where in it the fields above are stated. */
     size_t debug_tstate_frame, debug_frame_previous, debug_frame_code, debug_frame_instr,
@@ -48,9 +51,7 @@ static const struct frames_layout layouts[] = {
      .code_firsttraceable = 168,
      .code_adaptive = 184,
      .str_ascii_size = 48,
-     .str_compact_size = 72,
-     .str_utf8_length = 48,
-     .str_utf8 = 56},
+     .str_compact_size = 72},
     {.minor = 12,
      .tstate_frame = 56,
      .via_cframe = true,
@@ -66,8 +67,7 @@ static const struct frames_layout layouts[] = {
      .code_adaptive = 192,
      .str_ascii_size = 40,
      .str_compact_size = 56,
-     .str_utf8_length = 40,
-     .str_utf8 = 48},
+     .attached_per_thread = true},
     {.minor = 13,
      .tstate_frame = 72,
      .via_cframe = false,
@@ -82,8 +82,7 @@ static const struct frames_layout layouts[] = {
      .code_adaptive = 200,
      .str_ascii_size = 40,
      .str_compact_size = 56,
-     .str_utf8_length = 40,
-     .str_utf8 = 48,
+     .attached_per_thread = true,
      .debug_tstate_frame = 184,
      .debug_frame_previous = 232,
      .debug_frame_code = 240,
@@ -110,8 +109,10 @@ static const struct frames_layout layouts[] = {
 
 static struct {
     const struct frames_layout *layout;
-    void *(*attached)(void); /* the thread state holding the GIL, or NULL */
-    void *(*this_thread)(void);
+    void *(*attached)(void);    /* the attached thread state (see attached_per_thread), or NULL */
+    void *(*this_thread)(void); /* the calling thread's own thread state, attached or not */
+    int (*is_initialized)(void);
+    int (*is_finalizing)(void);
     int (*addr2line)(const void *code, int byte_offset);
     const void *code_type;
     const void *str_type;
@@ -205,8 +206,10 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
     const void *type_type = api->Type_Type ? api->Type_Type : dlsym(RTLD_DEFAULT, "PyType_Type");
     fr.attached = api->ThreadState_Unchecked;
     fr.this_thread = api->GILState_GetThisThreadState;
+    fr.is_initialized = api->IsInitialized;
+    fr.is_finalizing = api->IsFinalizing;
     if (!fr.addr2line || !fr.code_type || !fr.str_type || !type_type || !fr.attached ||
-        !fr.this_thread) {
+        !fr.this_thread || !fr.is_initialized || !fr.is_finalizing) {
         why_not = "python_api";
         return;
     }
@@ -264,11 +267,34 @@ static bool read_frame(const struct frames_layout *l, const char *frame,
         return false;
     intptr_t units = (intptr_t)load_ptr(code, OB_SIZE);
     ptrdiff_t offset = instr - first;
+    uint64_t names =
+        roundtrim_hash_mix(ROUNDTRIM_HASH_START, (uintptr_t)load_ptr(code, l->code_filename));
+    names = roundtrim_hash_mix(names, (uintptr_t)load_ptr(code, l->code_qualname));
     out->code = code;
+    out->names_key = (uint32_t)(names >> 32);
     out->line = offset >= 0 && offset < units * CODE_UNIT && offset <= INT32_MAX
                     ? fr.addr2line(code, (int)offset)
                     : -1;
     return true;
+}
+
+/* The calling thread's own thread state, attached or not: the one CPython keeps for it in
+ * thread-specific data (PyGILState_GetThisThreadState: pthread_getspecific, no lock). From 3.12 the
+ * attached state is a thread-local too, and the one to read when the thread has several. */
+static const void *own_thread_state(const struct frames_layout *l, const void *attached)
+{
+    if (l->attached_per_thread && attached)
+        return attached;
+    return fr.this_thread();
+}
+
+/* Whether the interpreter still owns its thread states. From the start of finalization, the
+ * states of threads other than the finalizing one are freed (daemon threads running C code
+ * with the GIL released keep running meanwhile); _finalizing stays set until a new
+ * Py_Initialize. */
+static bool interpreter_running(void)
+{
+    return fr.is_initialized() && !fr.is_finalizing();
 }
 
 int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
@@ -276,10 +302,16 @@ int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
     if (max <= 0 || !__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return 0;
     const struct frames_layout *l = fr.layout;
-    /* The attached state is this thread's only while it holds the GIL; the attached one is read
-     * first: this thread's own is looked up only when some thread runs Python. */
-    const void *tstate = fr.attached();
-    if (!tstate || tstate != fr.this_thread())
+    const void *attached = fr.attached();
+    const void *tstate = own_thread_state(l, attached);
+    if (!tstate)
+        return 0;
+    /* A thread that released the GIL (a C extension, an operator of PyTorch or NumPy, a ctypes
+     * call) still owns its frames: they stay as they are until it takes the GIL back, and only
+     * this thread could change them. What it must not outlive is its thread state itself,
+     * freed by a finalization on another thread. */
+    bool detached = tstate != attached;
+    if (detached && !interpreter_running())
         return 0;
     const char *frame = current_frame(l, tstate);
     int n = 0;
@@ -288,6 +320,9 @@ int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
             n++;
         frame = load_ptr(frame, l->frame_previous);
     }
+    /* A finalization that began during the walk may have freed what it read. */
+    if (detached && !interpreter_running())
+        return 0;
     return n;
 }
 
@@ -324,20 +359,19 @@ static bool put_utf8(char *out, size_t len, size_t *at, uint32_t c)
     return true;
 }
 
-/* Copies UTF-8 bytes, cut before a character that would not fit whole. */
-static void copy_utf8(char *out, size_t len, const char *src, size_t n)
+/* Copies ASCII characters, as many as fit before the terminating NUL. */
+static void copy_ascii(char *out, size_t len, const char *src, size_t n)
 {
-    if (n >= len) {
+    if (n >= len)
         n = len - 1;
-        while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-            n--;
-    }
     memcpy(out, src, n);
     out[n] = '\0';
 }
 
 /* A str's contents as UTF-8, from the compact layouts every str created since 3.3 has (the
- * legacy non-compact form is refused). Reads at most one character per output byte. */
+ * legacy non-compact form is refused). Reads at most one character per output byte. The
+ * characters are read, never the UTF-8 form CPython may cache beside them: another thread may
+ * be filling that cache in while a thread without the GIL reads the name. */
 static bool str_to_utf8(const struct frames_layout *l, const char *s, char *out, size_t len)
 {
     if (!plausible(s) || load_ptr(s, OB_TYPE) != fr.str_type)
@@ -350,15 +384,7 @@ static bool str_to_utf8(const struct frames_layout *l, const char *s, char *out,
     if (!compact || length < 0 || (kind != 1 && kind != 2 && kind != 4))
         return false;
     if (ascii) {
-        copy_utf8(out, len, s + l->str_ascii_size, (size_t)length);
-        return true;
-    }
-    const char *utf8 = load_ptr(s, l->str_utf8);
-    if (utf8) {
-        intptr_t n = (intptr_t)load_ptr(s, l->str_utf8_length);
-        if (n < 0)
-            return false;
-        copy_utf8(out, len, utf8, (size_t)n);
+        copy_ascii(out, len, s + l->str_ascii_size, (size_t)length);
         return true;
     }
     const unsigned char *data = (const unsigned char *)s + l->str_compact_size;

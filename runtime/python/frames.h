@@ -6,12 +6,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/python/api.h"
 
 struct roundtrim_py_frame {
     const void *code; /* the frame's code object (alive while the frame runs) */
     int line;         /* the line executing now; < 0 when the instruction has none */
+    /* From the addresses of the code object's names: tells apart code objects that held the
+     * same address in turn (one freed, another created there), whose names differ. */
+    uint32_t names_key;
 };
 
 /* Picks the frame layout of the interpreter that `api` was resolved from (its version, its
@@ -26,15 +30,20 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api);
 const char *roundtrim_python_frames_unavailable(void);
 
 /* Fills `out` with the calling thread's Python frames, innermost first, and returns how many (at
- * most `max`): 0 unless the calling thread holds the GIL (its thread state is the attached one)
- * and runs Python code. Frames still being set up and the interpreter's entry frames are left
- * out. Only reads memory: safe inside malloc and in a signal handler. */
+ * most `max`): 0 when the calling thread has no thread state or runs no Python code. The thread
+ * need not hold the GIL: one that released it inside C code called from Python (PyTorch's and
+ * NumPy's operators, a ctypes call) still owns its frame chain, which stays put until it takes
+ * the GIL back; only once the interpreter finalizes (when it frees other threads' states) does
+ * such a thread read nothing. Frames still being set up and the interpreter's entry frames are
+ * left out. Only reads memory (the thread's own state through pthread_getspecific): safe inside
+ * malloc and in a signal handler. */
 int roundtrim_python_stack(struct roundtrim_py_frame *out, int max);
 
 /* Copies the code object's file name (co_filename) and qualified name (co_qualname) as UTF-8,
- * NUL-terminated, truncated at a character boundary to fit. Valid only while the calling thread
- * holds the GIL and the code object is on its stack (right after roundtrim_python_stack). Only
- * reads memory. False when `code` is not a code object or a name is not a readable string. */
+ * NUL-terminated, truncated at a character boundary to fit. Valid while the code object is on
+ * the calling thread's stack (right after roundtrim_python_stack, GIL held or not: the thread's
+ * frames hold the code object, and the code object its names, which never change). Only reads
+ * memory. False when `code` is not a code object or a name is not a readable string. */
 bool roundtrim_python_code_names(const void *code, char *file, size_t file_len, char *func,
                                  size_t func_len);
 

@@ -131,7 +131,8 @@ static int python_frames(struct roundtrim_site_py *out)
     for (int i = 0; i < n; i++) {
         out[i].code = f[i].code;
         out[i].line = f[i].line;
-        roundtrim_code_names_note(f[i].code);
+        out[i].names_key = f[i].names_key;
+        roundtrim_code_names_note(f[i].code, f[i].names_key);
     }
     return n < 0 ? 0 : n;
 }

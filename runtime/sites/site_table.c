@@ -26,7 +26,7 @@ static uint64_t frames_id(const uintptr_t *frames, int depth, const struct round
         h = roundtrim_hash_mix(h, frames[i]);
     for (int i = 0; i < py_depth; i++)
         h = roundtrim_hash_mix(roundtrim_hash_mix(h, (uintptr_t)py[i].code),
-                               (uint64_t)(uint32_t)py[i].line);
+                               (uint64_t)(uint32_t)py[i].line << 32 | py[i].names_key);
     h ^= h >> 29;
     return h ? h : 1;
 }
@@ -80,26 +80,30 @@ void roundtrim_site_add_free(uint32_t site, uint64_t weight)
         __atomic_add_fetch(&sites[site].free_bytes, weight, __ATOMIC_RELAXED);
 }
 
-static uint32_t code_slot(const void *code)
+/* One word for the pair: a code object and which of those that held its address it is. */
+static uint64_t code_key(const void *code, uint32_t names_key)
 {
-    return roundtrim_hash_slot((uintptr_t)code >> 4, 12) & (CODE_NAMES_MAX - 1);
+    uint64_t k =
+        roundtrim_hash_mix(roundtrim_hash_mix(ROUNDTRIM_HASH_START, (uintptr_t)code), names_key);
+    return k ? k : 1;
 }
 
-void roundtrim_code_names_note(const void *code)
+void roundtrim_code_names_note(const void *code, uint32_t names_key)
 {
     if (!code_names || !code)
         return;
-    uint32_t i = code_slot(code);
+    uint64_t key = code_key(code, names_key);
+    uint32_t i = roundtrim_hash_slot(key, 12) & (CODE_NAMES_MAX - 1);
     for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (CODE_NAMES_MAX - 1)) {
         struct roundtrim_code_names *c = &code_names[i];
-        const void *k = __atomic_load_n(&c->code, __ATOMIC_ACQUIRE);
-        if (k == code)
+        uint64_t k = __atomic_load_n(&c->key, __ATOMIC_ACQUIRE);
+        if (k == key)
             return;
-        if (k != NULL)
+        if (k != 0)
             continue;
-        if (!__atomic_compare_exchange_n(&c->code, &k, code, false, __ATOMIC_ACQ_REL,
+        if (!__atomic_compare_exchange_n(&c->key, &k, key, false, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE)) {
-            if (k == code)
+            if (k == key)
                 return;
             continue;
         }
@@ -110,17 +114,18 @@ void roundtrim_code_names_note(const void *code)
     }
 }
 
-const struct roundtrim_code_names *roundtrim_code_names_find(const void *code)
+const struct roundtrim_code_names *roundtrim_code_names_find(const void *code, uint32_t names_key)
 {
     if (!code_names || !code)
         return NULL;
-    uint32_t i = code_slot(code);
+    uint64_t key = code_key(code, names_key);
+    uint32_t i = roundtrim_hash_slot(key, 12) & (CODE_NAMES_MAX - 1);
     for (uint32_t n = 0; n < 64; n++, i = (i + 1) & (CODE_NAMES_MAX - 1)) {
         struct roundtrim_code_names *c = &code_names[i];
-        const void *k = __atomic_load_n(&c->code, __ATOMIC_ACQUIRE);
-        if (k == NULL)
+        uint64_t k = __atomic_load_n(&c->key, __ATOMIC_ACQUIRE);
+        if (k == 0)
             return NULL;
-        if (k == code)
+        if (k == key)
             return __atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) ? c : NULL;
     }
     return NULL;

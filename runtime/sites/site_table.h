@@ -18,6 +18,7 @@
 struct roundtrim_site_py {
     const void *code; /* a code object; its names are in the code name table */
     int32_t line;
+    uint32_t names_key; /* roundtrim_py_frame's: which code object held that address */
 };
 
 struct roundtrim_site {
@@ -41,19 +42,20 @@ const struct roundtrim_site *roundtrim_site_at(uint32_t i);
 void roundtrim_site_add_alloc(int32_t site, uint64_t weight);
 void roundtrim_site_add_free(uint32_t site, uint64_t weight);
 
-/* Names of a code object, copied while the sampling thread held the GIL (the object may be gone
- * when the worker writes the record). */
+/* Names of a code object, copied by the sampling thread while the code object was on its stack,
+ * GIL held or not (the object may be gone when the worker writes the record). */
 struct roundtrim_code_names {
-    const void *code;
+    uint64_t key; /* of the code object's address and names key; 0: free entry */
     uint32_t ready;
     char file[192];
     char function[96];
 };
 
-/* Remembers the names of a code object the first time it is seen (sampling thread, GIL held). */
-void roundtrim_code_names_note(const void *code);
+/* Remembers the names of a code object the first time it is seen (sampling thread, the code
+ * object on its stack). */
+void roundtrim_code_names_note(const void *code, uint32_t names_key);
 
 /* The names of a code object noted before, or NULL. */
-const struct roundtrim_code_names *roundtrim_code_names_find(const void *code);
+const struct roundtrim_code_names *roundtrim_code_names_find(const void *code, uint32_t names_key);
 
 #endif

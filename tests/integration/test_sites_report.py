@@ -224,7 +224,8 @@ def test_the_growing_site_comes_first_with_its_slope_and_python_stack(shared_log
     stack = first.split("\n")[1:4]
     assert stack[0].strip() == "/srv/fl/client.py:42 receive_model"
     assert stack[1].strip() == "/srv/fl/client.py:88 run_round"
-    assert stack[2].strip().startswith("PyBytes_FromStringAndSize+0x4c")
+    # The interpreter's own frames under them, folded.
+    assert stack[2].strip() == "2 runtime frames folded (python3.11; --native shows them)"
     # Flat, shrinking, noisy, falling-then-rising over 5 rounds, and seen twice: not growing.
     for name in ("load_weights", "prefetch", "decode", "warm_cache", "burst"):
         assert name not in client, name
@@ -247,7 +248,8 @@ def test_a_native_frame_without_symbol_is_named_from_the_binary(shared_log, leak
         assert int(line) in leak_binary["lines"]
     else:
         assert named.startswith("hold_round_buffers+0x8")
-    assert "__libc_start_call_main+0x80" in listed[1]
+    assert "1 runtime frame folded (libc; --native shows them)" in listed[1]
+    assert "__libc_start_call_main" not in listed[1]
     assert "libgone" not in server  # shrinking: not listed
 
 
@@ -307,6 +309,69 @@ def test_last_picks_the_rounds_of_the_fit(shared_log):
     assert len(listed) == 2
 
 
+# ---- the user's frames first -------------------------------------------------------------------
+
+TORCH_FRAMES = [frame("/lib/x86_64-linux-gnu/libc10.so.1.13", 0x3f20e, "_ZN3c109alloc_cpuEm+0x8e"),
+                frame("/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", 0x1a0b2c3,
+                      "_ZN2at6native5cloneERKNS_6TensorE+0x198"),
+                frame("/usr/lib/python3/dist-packages/torch/lib/libtorch_python.so", 0x6a1d0),
+                frame("/usr/bin/python3.11", 0x0f3300, "_PyEval_EvalFrameDefault+0x1c2"),
+                frame("/lib/x86_64-linux-gnu/libc.so.6", 0x27200, "__libc_start_call_main+0x80")]
+USER_EXT = frame("/srv/fl/ext/_codec.cpython-311-x86_64-linux-gnu.so", 0x1234,
+                 "decode_block+0x2a")
+NUMPY_FRAME = frame("/usr/lib/python3/dist-packages/numpy/core/"
+                    "_multiarray_umath.cpython-311-x86_64-linux-gnu.so", 0xde137)
+
+
+def one_site_log(tmp_path, python, frames):
+    records = []
+    for n in range(1, 6):
+        records += [round_record(77, n),
+                    sites_record(77, n, [site("00000000000000c7", n * MIB, python, frames)])]
+    return write_log(tmp_path / "one.jsonl", records)
+
+
+def stack_of_first(out):
+    return [l.strip() for l in entries(out)[0].splitlines()[1:] if l.strip()]
+
+
+def test_the_runtimes_frames_fold_under_the_users_own(tmp_path):
+    """A tensor kept by the user's line, allocated deep in PyTorch: the Python frames lead, the
+    user's own extension frame follows, and the runtimes' frames are one line naming them."""
+    frames = TORCH_FRAMES[:2] + [USER_EXT, NUMPY_FRAME] + TORCH_FRAMES[2:]
+    log = one_site_log(tmp_path, PY_LEAK, frames)
+    r = report("--sites", log)
+    assert r.returncode == 0, r.stderr
+    assert stack_of_first(r.stdout) == [
+        "/srv/fl/client.py:42 receive_model",
+        "/srv/fl/client.py:88 run_round",
+        f"decode_block+0x2a  ({USER_EXT['module']})",
+        "6 runtime frames folded (libc10, libtorch_cpu, _multiarray_umath, libtorch_python, "
+        "python3.11, libc; --native shows them)",
+    ]
+    full = report("--sites", "--native", log)
+    assert full.returncode == 0, full.stderr
+    stack = stack_of_first(full.stdout)
+    assert stack[:3] == ["/srv/fl/client.py:42 receive_model", "/srv/fl/client.py:88 run_round",
+                         "_ZN3c109alloc_cpuEm+0x8e  (/lib/x86_64-linux-gnu/libc10.so.1.13)"]
+    assert len(stack) == 2 + len(frames) and "folded" not in full.stdout
+
+
+def test_a_stack_of_runtime_frames_only_shows_them(tmp_path):
+    """No Python frame and nothing of the user's (a PyTorch worker thread): the frames are all
+    there is to read, so they are shown, not folded."""
+    r = report("--sites", one_site_log(tmp_path, [], TORCH_FRAMES))
+    assert r.returncode == 0, r.stderr
+    stack = stack_of_first(r.stdout)
+    assert stack[0] == "_ZN3c109alloc_cpuEm+0x8e  (/lib/x86_64-linux-gnu/libc10.so.1.13)"
+    assert len(stack) == len(TORCH_FRAMES) and "folded" not in r.stdout
+
+
+def test_native_without_sites_is_a_usage_error(shared_log):
+    r = report(shared_log, "--native")
+    assert r.returncode == 2 and "--native goes with --sites" in r.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--last", "2"], "--last '2' is not a number of rounds of at least 3"),
     (["--last", "x"], "--last 'x' is not a number"),
@@ -351,7 +416,7 @@ def test_png_draws_the_sites(shared_log, tmp_path):
 def test_help_describes_sites():
     r = report("--help")
     assert r.returncode == 0
-    assert "--sites" in r.stdout and "--last K" in r.stdout
+    assert "--sites" in r.stdout and "--last K" in r.stdout and "--native" in r.stdout
 
 
 # ---- roundtrim run --sites ---------------------------------------------------------------------

@@ -76,17 +76,28 @@ def stats():
     return {name: getattr(got, name) for name in FIELDS}
 
 
+libc = ctypes.CDLL(None)  # foreign calls release the GIL
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+
+
 def released_mallocs(n):
-    """Mallocs made with the GIL released (ctypes.CDLL releases it for the call)."""
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.free.argtypes = [ctypes.c_void_p]
+    """Mallocs made with the GIL released: (how many samples read no frame, how many named
+    this function)."""
+    lib.frames_malloc_start(b"released_mallocs")
     before = stats()
     blocks = [libc.malloc(4096) for _ in range(n)]
     after = stats()
     for b in blocks:
         libc.free(b)
-    return (after["samples"] - before["samples"]) - (after["with_frames"] - before["with_frames"])
+    delta = {k: after[k] - before[k] for k in FIELDS}
+    return delta["samples"] - delta["with_frames"], delta["marked"]
+
+
+def released_forever():
+    """Runs on into the interpreter's finalization, which frees this thread's state."""
+    while True:
+        libc.free(libc.malloc(4096))
 
 
 lib.frames_malloc_start(b"churn")
@@ -97,6 +108,7 @@ work(15)
 for t in threads:
     t.join()
 out = stats()
-out["released_without_frames"] = released_mallocs(100)
+out["released_without_frames"], out["released_marked"] = released_mallocs(100)
 out["unavailable"] = lib.frames_malloc_unavailable().decode()
+threading.Thread(target=released_forever, daemon=True).start()
 print(json.dumps(out))

@@ -55,7 +55,7 @@ def produce(lib):
 def main():
     out = {"unavailable": held.probe_unavailable().decode()}
     out["held"] = Client().run_round(held)  # frame:main
-    out["released"] = Client().run_round(released)
+    out["released"] = Client().run_round(released)  # frame:released
     out["native_thread"] = held.probe_native_thread()
     if out["unavailable"]:
         return out
@@ -72,6 +72,13 @@ def main():
     worker.start()
     worker.join()
     out["thread"] = seen["t"]
+    # A thread that released the GIL while the main thread runs Python code (holding it).
+    worker = threading.Thread(target=lambda: seen.update(r=Client().run_round(released)))  # frame:thread_released
+    worker.start()
+    while worker.is_alive():
+        pass
+    worker.join()
+    out["thread_released"] = seen["r"]
     return out
 
 

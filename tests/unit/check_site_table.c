@@ -22,7 +22,7 @@ START_TEST(intern_before_init_has_no_site)
     stack_make(&s, 5);
     ck_assert_int_eq(stack_intern(&s), -1);
     ck_assert_ptr_null(roundtrim_site_at(0));
-    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x1000));
+    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x1000, 0));
 }
 END_TEST
 
@@ -57,6 +57,9 @@ START_TEST(stacks_that_differ_anywhere_have_their_own_sites)
     ck_assert_int_ne(stack_intern(&s), i);
     s = base;
     s.py[0].line++;
+    ck_assert_int_ne(stack_intern(&s), i);
+    s = base;
+    s.py[0].names_key++;
     ck_assert_int_ne(stack_intern(&s), i);
     s = base;
     s.py[2].code = (const void *)0x42;
@@ -119,17 +122,36 @@ START_TEST(code_names_are_noted_once)
 {
     setup();
     const void *code = (const void *)0x7f0000001000;
-    ck_assert_ptr_null(roundtrim_code_names_find(code));
-    roundtrim_code_names_note(code);
-    roundtrim_code_names_note(code);
-    roundtrim_code_names_note(NULL);
-    const struct roundtrim_code_names *c = roundtrim_code_names_find(code);
+    ck_assert_ptr_null(roundtrim_code_names_find(code, 7));
+    roundtrim_code_names_note(code, 7);
+    stub_code_generation = 1; /* a second note reads nothing more */
+    roundtrim_code_names_note(code, 7);
+    roundtrim_code_names_note(NULL, 7);
+    const struct roundtrim_code_names *c = roundtrim_code_names_find(code, 7);
     ck_assert_ptr_nonnull(c);
-    ck_assert_ptr_eq(c->code, code);
     ck_assert_str_eq(c->file, "file_7f0000001000.py");
     ck_assert_str_eq(c->function, "func_7f0000001000");
-    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x7f0000002000));
-    ck_assert_ptr_null(roundtrim_code_names_find(NULL));
+    ck_assert_ptr_null(roundtrim_code_names_find((const void *)0x7f0000002000, 7));
+    ck_assert_ptr_null(roundtrim_code_names_find(NULL, 7));
+}
+END_TEST
+
+/* A code object freed and another created at its address: the names key tells them apart, and
+ * each keeps its own names. */
+START_TEST(a_code_object_at_a_freed_ones_address_has_its_own_names)
+{
+    setup();
+    const void *code = (const void *)0x7f0000003000;
+    roundtrim_code_names_note(code, 1);
+    stub_code_generation = 1;
+    ck_assert_ptr_null(roundtrim_code_names_find(code, 2));
+    roundtrim_code_names_note(code, 2);
+    const struct roundtrim_code_names *first = roundtrim_code_names_find(code, 1);
+    const struct roundtrim_code_names *second = roundtrim_code_names_find(code, 2);
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_nonnull(second);
+    ck_assert_str_eq(first->function, "func_7f0000003000");
+    ck_assert_str_eq(second->function, "func_7f0000003000_1");
 }
 END_TEST
 
@@ -137,10 +159,10 @@ START_TEST(unreadable_code_names_are_not_found)
 {
     setup();
     stub_unreadable_code = (const void *)0x5000;
-    roundtrim_code_names_note(stub_unreadable_code);
-    ck_assert_ptr_null(roundtrim_code_names_find(stub_unreadable_code));
-    roundtrim_code_names_note((const void *)0x6000);
-    ck_assert_ptr_nonnull(roundtrim_code_names_find((const void *)0x6000));
+    roundtrim_code_names_note(stub_unreadable_code, 0);
+    ck_assert_ptr_null(roundtrim_code_names_find(stub_unreadable_code, 0));
+    roundtrim_code_names_note((const void *)0x6000, 0);
+    ck_assert_ptr_nonnull(roundtrim_code_names_find((const void *)0x6000, 0));
 }
 END_TEST
 
@@ -154,6 +176,7 @@ int main(void)
     tcase_add_test(tc, byte_counts_add_up);
     tcase_add_test(tc, full_table_finds_every_site_and_refuses_a_new_one);
     tcase_add_test(tc, code_names_are_noted_once);
+    tcase_add_test(tc, a_code_object_at_a_freed_ones_address_has_its_own_names);
     tcase_add_test(tc, unreadable_code_names_are_not_found);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -23,7 +23,7 @@ static inline void stack_make(struct stack *s, uint64_t n)
         s->frames[k] = (uintptr_t)(n * 1000 + (uint64_t)k + 1);
     for (int k = 0; k < s->py_depth; k++)
         s->py[k] = (struct roundtrim_site_py){(const void *)(uintptr_t)((n + 1) * 0x1000 + k * 16),
-                                              (int32_t)(n + (uint64_t)k)};
+                                              (int32_t)(n + (uint64_t)k), (uint32_t)(n * 7)};
 }
 
 static inline int32_t stack_intern(const struct stack *s)
@@ -42,7 +42,8 @@ static inline bool site_is_stack(const struct roundtrim_site *site, uint64_t n)
         if (site->frames[k] != s.frames[k])
             return false;
     for (int k = 0; k < s.py_depth; k++)
-        if (site->py[k].code != s.py[k].code || site->py[k].line != s.py[k].line)
+        if (site->py[k].code != s.py[k].code || site->py[k].line != s.py[k].line ||
+            site->py[k].names_key != s.py[k].names_key)
             return false;
     return true;
 }

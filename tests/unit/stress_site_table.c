@@ -38,7 +38,7 @@ static void produce(int id, void *arg)
         roundtrim_site_add_alloc(i, n + 1);
         roundtrim_site_add_free((uint32_t)i, 1);
         interned[id][n]++;
-        roundtrim_code_names_note(code_of((rng >> 20) % CODES));
+        roundtrim_code_names_note(code_of((rng >> 20) % CODES), 0);
     }
 }
 
@@ -53,7 +53,7 @@ static void consume(void *arg)
         ck_assert_msg(n < STACKS && site_is_stack(site, n), "site %u is not one stack's", i);
     }
     for (uint64_t n = 0; n < CODES; n++) {
-        const struct roundtrim_code_names *c = roundtrim_code_names_find(code_of(n));
+        const struct roundtrim_code_names *c = roundtrim_code_names_find(code_of(n), 0);
         char file[64];
         if (!c)
             continue;

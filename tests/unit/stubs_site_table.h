@@ -7,4 +7,8 @@
 /* The code object whose names cannot be read (NULL: every one can). */
 extern const void *stub_unreadable_code;
 
+/* Above 0: the code objects are others, created at the addresses of those before; their
+ * function names end in _<generation>. */
+extern unsigned stub_code_generation;
+
 #endif
