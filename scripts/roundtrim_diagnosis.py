@@ -127,7 +127,7 @@ def text_lines(d):
     if len(shares) > 1:
         lines.append("    shares: " + ", ".join(f"{k} {v}%" for k, v in shares.items()))
     recovered = d.get("recovered_bytes_per_round")
-    if isinstance(recovered, (int, float)) and recovered > 0:
+    if isinstance(recovered, (int, float)) and recovered >= 0.05 * MIB:
         parts = d.get("recovered") or {}
         lines.append(f"    cleanup recovers {recovered / MIB:.1f} MiB/round ("
                      + ", ".join(f"{k} {v / MIB:.1f} MiB" for k, v in parts.items()
