@@ -18,6 +18,8 @@
 #define TRIM_SHARE 0.1
 /* a gc, from this many objects per round. */
 #define GC_OBJECTS_MIN 1000.0
+/* A rise over the window counts when it is this many residual standard deviations. */
+#define NOISE_SIGMAS 3.0
 /* A cause has most of it when its share reaches this; below, the diagnosis says "mixed". */
 #define DOMINANT 0.6
 /* Freed heap kept resident is the problem when it is this share of RSS, at least FREE_MIN. */
@@ -103,13 +105,38 @@ static void sum_series(const struct roundtrim_diag_sample *smp, size_t n,
     }
 }
 
-/* The growth of a series that counts: steady or large enough against RSS. */
+/* Whether the rise the fit gives over the window stands out of the scatter around the fit:
+ * at least NOISE_SIGMAS residual standard deviations (squares compared: no square root). A
+ * freed heap measured before cleanup swings by megabytes from round to round; a leak does not. */
+static bool above_noise(const struct series *s, double g)
+{
+    if (s->n < 3)
+        return true;
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        mx += s->x[i];
+        my += s->y[i];
+    }
+    mx /= (double)s->n;
+    my /= (double)s->n;
+    double ss = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        double r = s->y[i] - (my + g * (s->x[i] - mx));
+        ss += r * r;
+    }
+    double variance = ss / (double)(s->n - 2);
+    double rise = g * (s->x[s->n - 1] - s->x[0]);
+    return rise * rise >= NOISE_SIGMAS * NOISE_SIGMAS * variance;
+}
+
+/* The growth of a series that counts: steady or large enough against RSS, and out of its own
+ * noise. */
 static double growth(const struct series *s, double rss_mean)
 {
     if (!s->known)
         return 0;
     double g = slope_of(s);
-    if (g < MIN_SLOPE)
+    if (g < MIN_SLOPE || !above_noise(s, g))
         return 0;
     bool large = g * (double)(s->n - 1) >= MIN_WINDOW_SHARE * rss_mean;
     return large || rising_share(s) >= MIN_RISING ? g : 0;

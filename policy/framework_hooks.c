@@ -130,9 +130,16 @@ int roundtrim_version_compare(const char *a, const char *b)
     return 0;
 }
 
+/* A version that says nothing: versioneer's "0+unknown" or "0+untagged.N.gHASH" of a source
+ * tree or a branch archive (NVFlare installed from its main branch), a bare "0". */
+static bool placeholder_version(const char *v)
+{
+    return v[0] == '0' && (v[1] == '\0' || v[1] == '+');
+}
+
 bool roundtrim_fw_hook_applies(const struct roundtrim_fw_hook *h, const char *version)
 {
-    if (!version)
+    if (!version || placeholder_version(version))
         return true;
     if (h->min_version && roundtrim_version_compare(version, h->min_version) < 0)
         return false;

@@ -60,7 +60,8 @@ const char *roundtrim_fw_role_name(enum roundtrim_fw_role role);
  * "2.9"); a part's trailing letters are ignored. Returns <0, 0 or >0. */
 int roundtrim_version_compare(const char *a, const char *b);
 
-/* Whether a row applies to a framework version; an unknown version (NULL) matches every row. */
+/* Whether a row applies to a framework version; an unknown version (NULL, or a placeholder such
+ * as versioneer's "0+unknown" of a tree installed from a branch) matches every row. */
 bool roundtrim_fw_hook_applies(const struct roundtrim_fw_hook *h, const char *version);
 
 /* Whether a text read by a test is its word, or the word and a dot and more. */

@@ -73,7 +73,8 @@ static void write_record(void)
 void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
 {
     last_round = r->round;
-    if (r->memory.skipped)
+    /* The first round carries the program's start (imports, caches filling): not a trend. */
+    if (r->memory.skipped || r->round - r->merged_rounds <= 1)
         return;
     sample_of(r, &window[next_at]);
     next_at = (next_at + 1) % WINDOW_MAX;

@@ -118,7 +118,7 @@ def test_native_programs_get_their_cause(run_shim, mode, cause):
     d = last_diagnosis(res)
     assert d["cause"] == cause, d
     assert not d["mixed"], d
-    assert d["rounds"] == 10 and d["last_round"] == 12, d
+    assert d["rounds"] == 10 and d["last_round"] == 12, d  # rounds 3-12
     if cause == "leak":
         assert abs(d["slopes"]["heap_live"] - 6 * MiB) < 256 * 1024, d
         assert "No cleanup can free it" in d["advice"]
@@ -197,9 +197,11 @@ def test_the_pool_release_recovers_the_cuda_cache(run_shim):
 
 
 def test_a_diagnosis_every_k_rounds_and_at_exit(run_shim):
-    res = native(run_shim, "leak", rounds=9, ROUNDTRIM_DIAG_ROUNDS="4")
-    assert [d["round"] for d in diagnoses(res)] == [4, 8, 9]
-    assert [d["rounds"] for d in diagnoses(res)] == [4, 4, 4]
+    """The first round (the program's start) is left out: rounds 2-5, 6-9, then 7-10 at exit."""
+    res = native(run_shim, "leak", rounds=10, ROUNDTRIM_DIAG_ROUNDS="4")
+    assert [d["round"] for d in diagnoses(res)] == [5, 9, 10]
+    assert [(d["first_round"], d["last_round"]) for d in diagnoses(res)] == [
+        (2, 5), (6, 9), (7, 10)]
 
 
 def test_metrics_carry_the_cause_and_the_growth_per_part(run_shim, tmp_path):

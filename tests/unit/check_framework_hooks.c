@@ -34,6 +34,11 @@ START_TEST(nvflare_executor_row_follows_the_version)
     ck_assert(roundtrim_fw_hook_applies(now, "2.10.0"));
     /* An unknown version takes every row. */
     ck_assert(roundtrim_fw_hook_applies(old, NULL) && roundtrim_fw_hook_applies(now, NULL));
+    /* So does a placeholder: a tree installed from a branch says "0+unknown". */
+    ck_assert(roundtrim_fw_hook_applies(now, "0+unknown"));
+    ck_assert(roundtrim_fw_hook_applies(now, "0+untagged.12.gf3b7c1b"));
+    ck_assert(roundtrim_fw_hook_applies(old, "0"));
+    ck_assert(!roundtrim_fw_hook_applies(now, "0.9")); /* a real version below the row's */
     ck_assert_str_eq(roundtrim_fw_role_name(now->role), "executor");
 }
 END_TEST
