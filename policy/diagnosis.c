@@ -43,17 +43,23 @@ struct series {
     bool known;
 };
 
+static void means(const struct series *s, double *mx, double *my)
+{
+    *mx = *my = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        *mx += s->x[i];
+        *my += s->y[i];
+    }
+    *mx /= (double)s->n;
+    *my /= (double)s->n;
+}
+
 static double slope_of(const struct series *s)
 {
     if (s->n < 2)
         return 0;
-    double mx = 0, my = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        mx += s->x[i];
-        my += s->y[i];
-    }
-    mx /= (double)s->n;
-    my /= (double)s->n;
+    double mx, my;
+    means(s, &mx, &my);
     double sxx = 0, sxy = 0;
     for (size_t i = 0; i < s->n; i++) {
         sxx += (s->x[i] - mx) * (s->x[i] - mx);
@@ -112,13 +118,8 @@ static bool above_noise(const struct series *s, double g)
 {
     if (s->n < 3)
         return true;
-    double mx = 0, my = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        mx += s->x[i];
-        my += s->y[i];
-    }
-    mx /= (double)s->n;
-    my /= (double)s->n;
+    double mx, my;
+    means(s, &mx, &my);
     double ss = 0;
     for (size_t i = 0; i < s->n; i++) {
         double r = s->y[i] - (my + g * (s->x[i] - mx));
@@ -184,6 +185,9 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
         b);
     if (!ctx->sites)
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
+    else
+        say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
+               "the sites that grow.");
 }
 
 static void advise_fragmentation(struct roundtrim_diagnosis *d,

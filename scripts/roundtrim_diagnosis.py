@@ -8,6 +8,8 @@ a leak and sites were sampled (ROUNDTRIM_SITES=true). A log written before round
 memory breakdown gets no guess: the report says what it cannot tell.
 """
 
+import json
+
 import roundtrim_sites
 
 MIB = 1024.0 * 1024.0
@@ -36,6 +38,9 @@ class Kept:
         self.latest = None  # the last diagnosis record
         self.with_breakdown = 0  # rounds whose record has a memory breakdown
         self.without_breakdown = 0
+        # The last sites records as their lines (one can be 512 KiB; parsed, several times
+        # that): parsed only for a process whose cause is a leak.
+        self.sites_lines = {}
 
     def add_round(self, record):
         if "memory" in record:
@@ -46,6 +51,19 @@ class Kept:
     def add_diagnosis(self, record):
         self.latest = record
 
+    def add_sites_line(self, rnd, line):
+        if not isinstance(rnd, int) or isinstance(rnd, bool):
+            return
+        self.sites_lines[rnd] = line
+        if len(self.sites_lines) > roundtrim_sites.DEFAULT_LAST:
+            del self.sites_lines[min(self.sites_lines)]
+
+    def sites_records(self):
+        kept = roundtrim_sites.Kept()
+        for rnd in sorted(self.sites_lines):
+            kept.add(json.loads(self.sites_lines[rnd]))
+        return kept.records()
+
 
 def _rate(value):
     if not isinstance(value, (int, float)):
@@ -55,7 +73,7 @@ def _rate(value):
 
 def growing_sites(proc, resolver):
     """The sites that grow, for a leak: [{site, bytes_per_round, live_bytes, name, stack}]."""
-    window = proc.sites.records()[-roundtrim_sites.DEFAULT_LAST:]
+    window = proc.diagnosis.sites_records()[-roundtrim_sites.DEFAULT_LAST:]
     if len(window) < roundtrim_sites.MIN_POINTS:
         return []
     grows, _ = roundtrim_sites.growing_sites(window)

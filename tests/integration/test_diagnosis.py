@@ -253,6 +253,19 @@ def test_a_leak_sampled_with_sites_names_the_growing_site(run_shim):
     assert any("diag_rounds.py" in line for line in d["sites"][0]["stack"]), d["sites"][0]
 
 
+def test_a_torch_tensor_kept_per_round_is_named_by_the_line_that_keeps_it(run_shim):
+    pytest.importorskip("torch")
+    res = python(run_shim, "torch_leak", ROUNDTRIM_SITES="true")
+    assert "roundtrim report LOG shows the sites that grow" in last_diagnosis(res)["advice"]
+    (proc,) = report_json(res.log_path)
+    d = proc["diagnosis"]
+    assert d["cause"] == "leak", d
+    keep_line = next(n for n, line in enumerate(
+        (PYDIR / "diag_rounds.py").read_text().splitlines(), 1) if line.strip() == "keep.append(base.clone())")
+    assert d["sites"][0]["stack"][0].endswith(f"diag_rounds.py:{keep_line} <module>"), d["sites"]
+    assert "runtime frames folded" in d["sites"][0]["stack"][-1], d["sites"]
+
+
 def test_a_log_without_breakdown_says_what_it_cannot_tell(tmp_path):
     """A log written before round records had a memory breakdown: no guess."""
     log = tmp_path / "old.jsonl"

@@ -27,8 +27,10 @@ NVFLARE_TARBALL = FRAMEWORKS / "nvflare-f3b7c1bf.tar.xz"
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
 PYDIR = ROOT / "tests" / "python"
 TRAIN = PYDIR / "nvflare_keep_train.py"
-ROUNDS = 12
-DIAG_ROUNDS = 6  # two diagnosis windows; the simulator ends its worker by SIGTERM (no exit record)
+ROUNDS = 13
+# Two diagnosis windows after the first round (the program's start): rounds 2-7 and 8-13. The
+# simulator ends its worker by SIGTERM: no exit record, no exit diagnosis.
+DIAG_ROUNDS = 6
 MiB = 1 << 20
 
 SEND = "nvflare.client.api:send"
