@@ -244,6 +244,16 @@ def test_report_json_gives_the_diagnosis_object(run_shim):
     assert proc["diagnosis"]["sites"] == [] and proc["diagnosis"]["sites_skipped"] == "sampling_off"
 
 
+def test_report_json_refuses_what_it_cannot_combine(tmp_path):
+    log = tmp_path / "empty.jsonl"
+    log.write_text("")
+    for extra in (["--sites"], ["--png", tmp_path / "x.png"], ["--pid", "1", "--round", "2"]):
+        res = report("--json", log, *extra)
+        assert res.returncode == 2, res
+        assert f"--json does not go with {extra[0] if extra[0] != '--pid' else '--round'}" in \
+            res.stderr
+
+
 def test_a_leak_sampled_with_sites_names_the_growing_site(run_shim):
     res = python(run_shim, "leak", ROUNDTRIM_SITES="true", ROUNDTRIM_SITES_SAMPLE="65536")
     (proc,) = report_json(res.log_path)
