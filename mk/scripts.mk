@@ -20,7 +20,8 @@ install-scripts: $(BUILD)/roundtrim-options
 	install -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
 	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
-	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_sites.py scripts/roundtrim_stats.py \
+	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_html.py scripts/roundtrim_sites.py \
+	    scripts/roundtrim_stats.py \
 	    scripts/roundtrim_symbols.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
 	    scripts/examples/pod.yaml $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
