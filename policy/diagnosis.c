@@ -76,6 +76,22 @@ static double mean_of(const struct series *s)
     return s->n ? m / (double)s->n : 0;
 }
 
+/* The median of v[0..n) (n <= 64), v left as it is. */
+static double median_of(const double *v, size_t n)
+{
+    double sorted[64];
+    if (n == 0 || n > 64)
+        return 0;
+    memcpy(sorted, v, n * sizeof *v);
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+            double t = sorted[j];
+            sorted[j] = sorted[j - 1];
+            sorted[j - 1] = t;
+        }
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
 static double rising_share(const struct series *s)
 {
     size_t up = 0;
@@ -178,16 +194,41 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
 {
     char b[32];
     fmt_bytes(b, sizeof b, g);
-    say(d,
-        "Live memory grows %s per round: the program keeps references from one round into "
-        "the next (a list of updates, a copy of the model, a history). No cleanup can free it; "
-        "the fix is in the code that keeps them.",
-        b);
+    if (ctx->python && !d->collected) {
+        /* Cyclic garbage also grows live memory until a full collection frees it. */
+        say(d,
+            "Live memory grows %s per round, and no full gc ran in these rounds (automatic gc "
+            "off or rare, roundtrim's cleanup off): references kept from round to round, or "
+            "cyclic garbage not collected yet. Set ROUNDTRIM_GC_ROUNDS=1 to tell them apart: "
+            "what gc frees is garbage, what stays is kept by the code.",
+            b);
+    } else {
+        say(d,
+            "Live memory grows %s per round: the program keeps references from one round into "
+            "the next (a list of updates, a copy of the model, a history). No cleanup can free "
+            "it; the fix is in the code that keeps them.",
+            b);
+    }
     if (!ctx->sites)
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
     else
         say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
                "the sites that grow.");
+}
+
+/* What keeps less freed heap resident, for the allocator in use. */
+static void advise_allocator(struct roundtrim_diagnosis *d,
+                             const struct roundtrim_diag_context *ctx)
+{
+    if (ctx->allocator && strcmp(ctx->allocator, "jemalloc") == 0)
+        say(d, " jemalloc returns freed pages once its decay time passes: a shorter one "
+               "(MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0) keeps less of it.");
+    else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0 &&
+             (ctx->arena_max == 0 || ctx->arena_max > 2))
+        say(d, " Fewer arenas (MALLOC_ARENA_MAX=2) or jemalloc preloaded after roundtrim keep "
+               "less of it.");
+    else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0)
+        say(d, " jemalloc preloaded after roundtrim keeps less of it.");
 }
 
 static void advise_fragmentation(struct roundtrim_diagnosis *d,
@@ -197,13 +238,18 @@ static void advise_fragmentation(struct roundtrim_diagnosis *d,
     if (d->trim_released_per_round > 0) {
         fmt_bytes(b, sizeof b, d->trim_released_per_round);
         say(d, "Freed heap stays resident; roundtrim's trim gives back %s per round.", b);
+        if (d->heap_free_share >= FREE_SHARE)
+            say(d,
+                " Freed heap is still %.0f%% of RSS when the round ends: pages that live "
+                "blocks pin between them, which no trim returns.",
+                100 * d->heap_free_share);
         if (ctx->cleanup_every > 1)
             say(d,
                 " Cleaning every %llu rounds lets it build up in between: set "
                 "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or ROUNDTRIM_GC_ROUNDS=1).",
                 (unsigned long long)ctx->cleanup_every);
         else
-            say(d, " Fewer arenas (MALLOC_ARENA_MAX=2) or jemalloc keep less of it.");
+            advise_allocator(d, ctx);
         return;
     }
     fmt_bytes(b, sizeof b, d->slope[RT_PART_HEAP_FREE]);
@@ -213,11 +259,12 @@ static void advise_fragmentation(struct roundtrim_diagnosis *d,
     if (ctx->cleanup_every == 0)
         say(d, ": cleanup is off. Set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
                "ROUNDTRIM_GC_ROUNDS=1) and roundtrim gives it back every round.");
-    else
-        say(d,
-            ". Cleanup runs every %llu rounds; set ROUNDTRIM_GC_ROUNDS=1, fewer arenas "
-            "(MALLOC_ARENA_MAX=2) or jemalloc.",
+    else if (ctx->cleanup_every > 1)
+        say(d, ". Cleanup runs every %llu rounds: set ROUNDTRIM_GC_ROUNDS=1.",
             (unsigned long long)ctx->cleanup_every);
+    else
+        say(d, ".");
+    advise_allocator(d, ctx);
 }
 
 static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
@@ -277,7 +324,7 @@ static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_co
     if (others) {
         say(d, d->mixed ? " Mixed causes:" : " Also:");
         for (int k = 1; k < RT_CAUSE_COUNT; k++)
-            if (d->share[k] >= (d->mixed ? 0.05 : 0.2))
+            if (d->share[k] >= (d->mixed ? 0.05 : 0.2) && (d->mixed || k != (int)d->cause))
                 say(d, " %s %.0f%%", cause_names[k], 100 * d->share[k]);
         say(d, ".");
     }
@@ -337,17 +384,18 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
         d->slope[p] = s.known ? slope_of(&s) : 0;
     }
     struct series rss = {.known = true};
-    double gc_n = 0;
+    double trims[64], shares[64];
     for (size_t i = 0; i < n; i++) {
+        trims[i] = (double)smp[i].trim_released;
+        shares[i] = smp[i].rss ? (double)smp[i].part[RT_PART_HEAP_FREE] / (double)smp[i].rss : 0;
+        d->collected |= smp[i].gc_ran || smp[i].program_gc;
         rss.x[rss.n] = (double)smp[i].round;
         rss.y[rss.n++] = (double)smp[i].rss;
         d->gc_freed_per_round += (double)smp[i].gc_freed;
         d->gc_collected_per_round += (double)smp[i].gc_collected;
         d->trim_released_per_round += (double)smp[i].trim_released;
         d->device_released_per_round += (double)smp[i].device_released;
-        gc_n += smp[i].gc_ran;
     }
-    (void)gc_n;
     d->gc_freed_per_round /= (double)n;
     d->gc_collected_per_round /= (double)n;
     d->trim_released_per_round /= (double)n;
@@ -360,8 +408,11 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     struct series free_heap;
     enum roundtrim_mem_part fp = RT_PART_HEAP_FREE;
     sum_series(smp, n, &fp, 1, true, &free_heap);
-    double free_mean = free_heap.known ? mean_of(&free_heap) : 0;
-    d->heap_free_share = d->rss_mean > 0 ? free_mean / d->rss_mean : 0;
+    /* Levels and yields by their medians: one spike round (glibc's heap briefly 25 times its
+     * usual size) must not make a flat process look fragmented. */
+    double free_median = free_heap.known ? median_of(free_heap.y, n) : 0;
+    d->heap_free_share = free_heap.known ? median_of(shares, n) : 0;
+    double trim_median = median_of(trims, n);
 
     /* 1. What grows. */
     static const enum roundtrim_mem_part live[] = {RT_PART_HEAP_LIVE, RT_PART_PYTHON,
@@ -388,8 +439,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     double r[RT_CAUSE_COUNT] = {0};
     if (d->gc_collected_per_round >= GC_OBJECTS_MIN && d->gc_freed_per_round >= MIN_SLOPE)
         r[RT_CAUSE_GARBAGE] = d->gc_freed_per_round;
-    if (d->trim_released_per_round >= TRIM_MIN &&
-        d->trim_released_per_round >= TRIM_SHARE * d->rss_mean)
+    if (trim_median >= TRIM_MIN && trim_median >= TRIM_SHARE * d->rss_mean)
         r[RT_CAUSE_FRAGMENTATION] = d->trim_released_per_round;
     if (d->device_released_per_round >= MIN_RECOVERED)
         r[RT_CAUSE_CUDA_CACHE] = d->device_released_per_round;
@@ -404,7 +454,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     double cached_mean = s.known ? mean_of(&s) : 0;
     sum_series(smp, n, live + 2, 1, true, &s);
     double device_live_mean = s.known ? mean_of(&s) : 0;
-    if (free_heap.known && d->heap_free_share >= FREE_SHARE && free_mean >= FREE_MIN) {
+    if (free_heap.known && d->heap_free_share >= FREE_SHARE && free_median >= FREE_MIN) {
         d->cause = RT_CAUSE_FRAGMENTATION;
     } else if (cached_mean >= CACHE_MIN &&
                cached_mean >= CACHE_SHARE * (cached_mean + device_live_mean)) {
@@ -454,5 +504,6 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_object_end(j);
     roundtrim_json_u64(j, "gc_collected_per_round", (uint64_t)nearest(d->gc_collected_per_round));
     roundtrim_json_u64(j, "heap_free_percent", (uint64_t)nearest(100 * d->heap_free_share));
+    roundtrim_json_bool(j, "collected", d->collected);
     roundtrim_json_str(j, "advice", d->advice);
 }

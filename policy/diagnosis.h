@@ -29,6 +29,7 @@ struct roundtrim_diag_sample {
     bool known[RT_PART_COUNT];
     uint64_t part[RT_PART_COUNT];
     bool gc_ran;
+    bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
     bool trimmed;
     uint64_t trim_released;
@@ -41,6 +42,8 @@ struct roundtrim_diag_context {
     bool cuda_empty_cache;  /* the CUDA cache is released at cleanup */
     bool sites;             /* allocation sites are sampled */
     bool python;            /* the process runs Python */
+    const char *allocator;  /* "glibc", "jemalloc", or another's name */
+    uint64_t arena_max;     /* glibc's arena cap in force (0: glibc's own) */
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
@@ -62,7 +65,9 @@ struct roundtrim_diagnosis {
     double gc_freed_per_round, trim_released_per_round, device_released_per_round;
     double recovered_per_round; /* the three together */
     double gc_collected_per_round;
-    double heap_free_share; /* mean free-but-resident heap over mean RSS */
+    double heap_free_share; /* median share of RSS the free-but-resident heap is */
+    bool collected;         /* a full collection (roundtrim's or the program's) ran in the window:
+                               without one, growing live Python memory may be garbage not yet collected */
     char advice[640];
 };
 

@@ -281,6 +281,7 @@ static void format_memory(struct roundtrim_json *j, const struct roundtrim_memor
         roundtrim_json_str(j, part_names[p], NULL);
         roundtrim_json_str(j, k, m->part_skipped[p]);
     }
+    roundtrim_json_u64(j, "over_rss", m->over_rss);
     roundtrim_json_u64(j, "read_us", m->read_us);
     roundtrim_json_object_end(j);
 }

@@ -51,6 +51,9 @@ struct roundtrim_memory_parts {
     const char *skipped; /* why nothing was measured ("exiting"), or NULL */
     uint64_t rss;
     uint64_t read_us; /* how long reading all of it took */
+    /* How far the known parts exceed rss: live blocks holding pages never touched (a large
+     * calloc served by mmap), which count as live but are not resident. */
+    uint64_t over_rss;
     uint64_t value[RT_PART_COUNT];
     const char *part_skipped[RT_PART_COUNT]; /* set for each part not measured */
 };

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/alloc/allocator_ops.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/settings.h"
 #include "runtime/output/log_writer.h"
@@ -35,6 +36,7 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
         s->part[p] = r->memory.value[p];
     }
     s->gc_ran = r->gc_ran;
+    s->program_gc = r->gc_skipped && strcmp(r->gc_skipped, "program_gc") == 0;
     s->gc_collected = r->gc_collected;
     s->gc_freed = r->gc_freed_bytes;
     s->trimmed = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
@@ -55,6 +57,8 @@ static void write_record(void)
         .cuda_empty_cache = cfg->cuda_empty_cache,
         .sites = cfg->sites,
         .python = roundtrim_python_found(),
+        .allocator = roundtrim_allocator_name(),
+        .arena_max = cfg->arena_max,
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
     have_latest = true;

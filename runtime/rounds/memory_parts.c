@@ -79,6 +79,8 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
             skip(m, RT_PART_OTHER_ANON, why);
         else
             m->value[RT_PART_OTHER_ANON] = st.anon > known ? st.anon - known : 0;
+        uint64_t sum = known + m->value[RT_PART_OTHER_ANON] + st.file + st.shmem;
+        m->over_rss = sum > st.rss ? sum - st.rss : 0;
     }
     read_device(m, cuda);
 }

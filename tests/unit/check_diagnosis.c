@@ -40,7 +40,11 @@ static size_t make(struct roundtrim_diag_sample *s, size_t n, const struct shape
     return n;
 }
 
-static const struct roundtrim_diag_context every_round = {1, true, false, true};
+static const struct roundtrim_diag_context every_round = {.cleanup_every = 1,
+                                                          .cuda_empty_cache = true,
+                                                          .python = true,
+                                                          .allocator = "glibc",
+                                                          .arena_max = 2};
 
 static struct shape base_shape(void)
 {
@@ -207,6 +211,69 @@ START_TEST(a_freed_heap_that_swings_is_noise_beside_a_steady_leak)
 }
 END_TEST
 
+START_TEST(python_growth_without_a_collection_is_not_called_unfixable)
+{
+    /* gc disabled by the program and roundtrim's cleanup off: cycles look like kept memory. */
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_PYTHON] = 20 * MIB;
+    struct roundtrim_diag_context off = every_round;
+    off.cleanup_every = 0;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &off, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert(!d.collected);
+    ck_assert_ptr_nonnull(strstr(d.advice, "cyclic garbage not collected yet"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "ROUNDTRIM_GC_ROUNDS=1"));
+    ck_assert_ptr_null(strstr(d.advice, "No cleanup can free it"));
+    /* The program's own full collections count as collections. */
+    make(s, 10, &sh, true, false);
+    s[4].program_gc = true;
+    roundtrim_diagnose(s, 10, &off, &d);
+    ck_assert(d.collected);
+    ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
+}
+END_TEST
+
+START_TEST(one_spike_round_does_not_make_a_small_process_fragmented)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.base[RT_PART_HEAP_LIVE] = 1 * MIB;
+    sh.base[RT_PART_HEAP_FREE] = 0.5 * MIB;
+    sh.base[RT_PART_FILE] = 2 * MIB;
+    make(s, 10, &sh, false, false);
+    s[3].part[RT_PART_HEAP_FREE] += 96 * MIB; /* glibc's heap briefly 25 times its size */
+    s[3].rss += 96 * MIB;
+    s[3].trim_released = 96 * MIB;
+    s[3].trimmed = true;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, 10, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
+}
+END_TEST
+
+START_TEST(fragmentation_advice_fits_the_allocator)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.trim_released = 150 * MIB;
+    struct roundtrim_diag_context ctx = every_round;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &ctx, &d); /* glibc, 2 arenas */
+    ck_assert_ptr_null(strstr(d.advice, "MALLOC_ARENA_MAX=2"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "jemalloc preloaded after roundtrim"));
+    ctx.arena_max = 0;
+    roundtrim_diagnose(s, 10, &ctx, &d);
+    ck_assert_ptr_nonnull(strstr(d.advice, "MALLOC_ARENA_MAX=2"));
+    ctx.allocator = "jemalloc";
+    roundtrim_diagnose(s, 10, &ctx, &d);
+    ck_assert_ptr_null(strstr(d.advice, "MALLOC_ARENA_MAX"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "dirty_decay_ms"));
+}
+END_TEST
+
 START_TEST(a_mixed_case_names_the_shares)
 {
     struct roundtrim_diag_sample s[10];
@@ -286,6 +353,9 @@ int main(void)
     tcase_add_test(tc, anonymous_growth_beside_a_flat_heap_is_outside_the_heap);
     tcase_add_test(tc, flat_memory_is_none_and_noise_is_not_growth);
     tcase_add_test(tc, a_freed_heap_that_swings_is_noise_beside_a_steady_leak);
+    tcase_add_test(tc, python_growth_without_a_collection_is_not_called_unfixable);
+    tcase_add_test(tc, one_spike_round_does_not_make_a_small_process_fragmented);
+    tcase_add_test(tc, fragmentation_advice_fits_the_allocator);
     tcase_add_test(tc, a_mixed_case_names_the_shares);
     tcase_add_test(tc, unknown_parts_are_never_read_as_flat);
     tcase_add_test(tc, too_few_rounds_say_so);

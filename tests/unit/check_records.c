@@ -70,7 +70,7 @@ START_TEST(round_record_has_every_key_in_order)
                           "\"rss_before\":300,\"rss_after\":200,\"rss_peak\":400,"
                           "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
                           "\"other_anon\":0,\"file\":0,\"shmem\":0,\"device_live\":0,"
-                          "\"device_cached\":0,\"read_us\":0},"
+                          "\"device_cached\":0,\"over_rss\":0,\"read_us\":0},"
                           "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"trim_us\":5,"
                           "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
                           "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
@@ -256,7 +256,7 @@ START_TEST(memory_parts_and_action_yields)
                                  "\"other_anon\":30,\"file\":40,\"shmem\":50,"
                                  "\"device_live\":null,\"device_live_skipped\":\"no_cuda\","
                                  "\"device_cached\":null,\"device_cached_skipped\":\"no_cuda\","
-                                 "\"read_us\":0}"));
+                                 "\"over_rss\":0,\"read_us\":0}"));
     ck_assert_ptr_nonnull(strstr(buf, "\"trim_released_bytes\":8192"));
     ck_assert_ptr_nonnull(strstr(buf, "\"gc_freed_bytes\":4096"));
     /* Measured once the program began to exit: nothing of it is the round's. */
