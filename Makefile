@@ -1,4 +1,5 @@
-# roundtrim: make (library), make check (all tests), make demo, make bench, make install.
+# roundtrim: make (library), make check (all tests), make demo, make bench, make install,
+# make deb (the Debian package, mk/deb.mk).
 
 CC        ?= cc
 PYTHON    ?= /usr/bin/python3
