@@ -1,15 +1,26 @@
-# roundtrim: make (library), make check (all tests), make demo, make bench, make install.
+# roundtrim: make (library), make check (all tests), make demo, make bench, make install,
+# make deb (the Debian package, mk/deb.mk).
 
 CC        ?= cc
 PYTHON    ?= /usr/bin/python3
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 BUILD     ?= build
+# Where `make install` puts the library (Debian: $(PREFIX)/lib/<multiarch triplet>); the installed
+# roundtrim command is told this folder (mk/scripts.mk).
+LIBDIR    ?= $(PREFIX)/lib
+# Flags a distribution adds to what it ships (debian/rules passes dpkg-buildflags' hardening
+# flags): the library and roundtrim-options take them, the test programs do not.
+DIST_CPPFLAGS ?=
+DIST_CFLAGS   ?=
+DIST_LDFLAGS  ?=
+# The version, written once: in the roundtrim command (debian/changelog must agree).
+ROUNDTRIM_VERSION := $(shell sed -n 's/^ROUNDTRIM_VERSION=//p' scripts/roundtrim)
 
 WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -g
 LIB_CFLAGS  := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-               -fno-semantic-interposition -I. -Iinclude
+               -fno-semantic-interposition -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS)
 PROG_CFLAGS := $(BASE_CFLAGS) -O1 -fno-builtin -pthread -Iinclude
 SAN_FLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -52,7 +63,7 @@ $(BUILD)/obj/%.o: %.S
 
 # -z nodelete: the library is never unloaded, whatever dlclose is called on it.
 $(BUILD)/libroundtrim.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined \
+	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined $(DIST_LDFLAGS) \
 	    -o $@ $(LIB_OBJS) -ldl -lpthread
 
 $(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h $(wildcard tests/programs/*.h)
@@ -92,8 +103,8 @@ bench: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
 	@scripts/bench
 
 install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/libroundtrim.so $(DESTDIR)$(PREFIX)/lib/libroundtrim.so
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/libroundtrim.so $(DESTDIR)$(LIBDIR)/libroundtrim.so
 	install -m 0644 include/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
 
 format:

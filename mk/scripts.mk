@@ -1,33 +1,38 @@
-# The roundtrim command's helpers: the option-table printer behind `roundtrim env` and the
-# README's variable table, and the installation of the command, its helpers and the examples:
-#   $(PREFIX)/bin/roundtrim
+# The roundtrim command's helpers: the option-table printer behind `roundtrim env`, the README's
+# variable table and roundtrim-variables(7), and the installation of the command, its helpers and
+# the examples:
+#   $(PREFIX)/bin/roundtrim (told where $(LIBDIR) is, relative to bin/ when under $(PREFIX))
 #   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report (and its modules)
-#   $(PREFIX)/share/roundtrim/examples/
+#   $(EXAMPLESDIR) (default $(PREFIX)/share/roundtrim/examples; Debian: the package's doc folder)
+
+EXAMPLESDIR ?= $(PREFIX)/share/roundtrim/examples
+ROUNDTRIM_LIBDIR_FROM_BIN = $(if $(filter $(PREFIX)/%,$(LIBDIR)),../$(patsubst $(PREFIX)/%,%,$(LIBDIR)),$(LIBDIR))
 
 ROUNDTRIM_OPTIONS_SRCS := scripts/roundtrim-options.c $(POLICY_SRCS)
 
 $(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS) $(wildcard policy/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(ROUNDTRIM_OPTIONS_SRCS) -o $@
+	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS) $(ROUNDTRIM_OPTIONS_SRCS) \
+	    $(DIST_LDFLAGS) -o $@
 
 EXTRA_TARGETS += $(BUILD)/roundtrim-options
 CHECK_DEPS += $(BUILD)/roundtrim-options
 
 .PHONY: install-scripts
 install-scripts: $(BUILD)/roundtrim-options
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim \
-	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples
-	install -m 0755 scripts/roundtrim $(DESTDIR)$(PREFIX)/bin/roundtrim
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim $(DESTDIR)$(EXAMPLESDIR)
+	sed 's|^INSTALLED_LIBDIR=.*|INSTALLED_LIBDIR=$(ROUNDTRIM_LIBDIR_FROM_BIN)|' scripts/roundtrim \
+	    > $(DESTDIR)$(PREFIX)/bin/roundtrim
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/roundtrim
 	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_html.py scripts/roundtrim_sites.py \
 	    scripts/roundtrim_stats.py \
 	    scripts/roundtrim_symbols.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
-	    scripts/examples/pod.yaml $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
+	    scripts/examples/pod.yaml $(DESTDIR)$(EXAMPLESDIR)/
 	install -m 0755 scripts/examples/entrypoint.sh scripts/examples/nvflare-simulator.sh \
-	    scripts/examples/flower.sh scripts/examples/appfl.sh \
-	    $(DESTDIR)$(PREFIX)/share/roundtrim/examples/
+	    scripts/examples/flower.sh scripts/examples/appfl.sh $(DESTDIR)$(EXAMPLESDIR)/
 
 INSTALL_HOOKS += install-scripts
 

@@ -4,6 +4,7 @@
  *
  *   roundtrim-options --format markdown              the README's variable table
  *   roundtrim-options --format tsv [--role R]        one row per option, for programs
+ *   roundtrim-options --format man [--source TEXT]   the manual page roundtrim-variables(7)
  *   roundtrim-options --format sh|docker|k8s [--role R] [--preload LIB]
  *                                                    lines for sub_start.sh, a Dockerfile, a pod
  *
@@ -17,32 +18,36 @@
 #include "policy/framework_hooks.h"
 #include "policy/options.h"
 
-enum format { FMT_MARKDOWN, FMT_TSV, FMT_SH, FMT_DOCKER, FMT_K8S };
+enum format { FMT_MARKDOWN, FMT_TSV, FMT_SH, FMT_DOCKER, FMT_K8S, FMT_MAN };
 
 struct request {
     enum format format;
     const char *role; /* NULL: the table's default role */
     const char *preload;
+    const char *source; /* the manual page's source and version: "roundtrim 0.1.0" */
 };
 
-static const char *const format_names[] = {"markdown", "tsv", "sh", "docker", "k8s"};
+static const char *const format_names[] = {"markdown", "tsv", "sh", "docker", "k8s", "man"};
 
 static void usage(FILE *out)
 {
-    fputs("Usage: roundtrim-options --format markdown|tsv|sh|docker|k8s [--role client|server]\n"
-          "                         [--preload LIB]\n"
-          "Prints roundtrim's option table: every ROUNDTRIM_* variable, its default and meaning.\n"
-          "  --format markdown  the variable table of the README\n"
-          "  --format tsv       name, alias, default, value, source, meaning; tab-separated\n"
-          "  --format sh        export lines for sub_start.sh\n"
-          "  --format docker    ENV lines for a Dockerfile\n"
-          "  --format k8s       an env: list for a Kubernetes container\n"
-          "  --role R           print the values the role client or server uses\n"
-          "  --preload LIB      also set LD_PRELOAD to LIB (sh, docker, k8s)\n"
-          "roundtrim-options --round-signal VALUE\n"
-          "  prints the number of the round signal a process with ROUNDTRIM_ROUND_SIGNAL=VALUE\n"
-          "  uses (0: none), by the library's own rules\n",
-          out);
+    fputs(
+        "Usage: roundtrim-options --format markdown|tsv|sh|docker|k8s|man\n"
+        "                         [--role client|server] [--preload LIB] [--source TEXT]\n"
+        "Prints roundtrim's option table: every ROUNDTRIM_* variable, its default and meaning.\n"
+        "  --format markdown  the variable table of the README\n"
+        "  --format tsv       name, alias, default, value, source, meaning; tab-separated\n"
+        "  --format sh        export lines for sub_start.sh\n"
+        "  --format docker    ENV lines for a Dockerfile\n"
+        "  --format k8s       an env: list for a Kubernetes container\n"
+        "  --format man       the manual page roundtrim-variables(7), in roff\n"
+        "  --role R           print the values the role client or server uses\n"
+        "  --preload LIB      also set LD_PRELOAD to LIB (sh, docker, k8s)\n"
+        "  --source TEXT      the manual page's source and version (man), e.g. 'roundtrim 0.1.0'\n"
+        "roundtrim-options --round-signal VALUE\n"
+        "  prints the number of the round signal a process with ROUNDTRIM_ROUND_SIGNAL=VALUE\n"
+        "  uses (0: none), by the library's own rules\n",
+        out);
 }
 
 static int usage_error(const char *what, const char *arg)
@@ -142,22 +147,29 @@ static void print_tsv(FILE *out, const struct roundtrim_config *cfg)
 
 /* The hooks ROUNDTRIM_PY_HOOK=auto arms: they attach in a process that imports their framework
  * (the version ranges in brackets). */
+/* " (role, versions, conditions)" after a hook's target: words, dotted versions and names only,
+ * which a comment and a manual page alike print as they are. */
+static void put_hook_conditions(FILE *out, const struct roundtrim_fw_hook *h)
+{
+    fprintf(out, " (%s", roundtrim_fw_role_name(h->role));
+    if (h->min_version)
+        fprintf(out, ", %s from %s", h->framework, h->min_version);
+    if (h->below)
+        fprintf(out, ", %s before %s", h->framework, h->below);
+    if (h->when)
+        fprintf(out, ", when argument %u's %s is \"%s\" or \"%s.*\"", h->when->arg, h->when->path,
+                h->when->word, h->when->word);
+    if (h->after_mark)
+        fputs(", after a mark", out);
+    fputs(")\n", out);
+}
+
 static void put_framework_hooks(FILE *out, const char *indent)
 {
     fprintf(out, "%s#   auto arms, for the framework a process imports:\n", indent);
     for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
-        const struct roundtrim_fw_hook *h = &roundtrim_fw_hooks[i];
-        fprintf(out, "%s#     %s (%s", indent, h->target, roundtrim_fw_role_name(h->role));
-        if (h->min_version)
-            fprintf(out, ", %s from %s", h->framework, h->min_version);
-        if (h->below)
-            fprintf(out, ", %s before %s", h->framework, h->below);
-        if (h->when)
-            fprintf(out, ", when argument %u's %s is \"%s\" or \"%s.*\"", h->when->arg,
-                    h->when->path, h->when->word, h->when->word);
-        if (h->after_mark)
-            fputs(", after a mark", out);
-        fputs(")\n", out);
+        fprintf(out, "%s#     %s", indent, roundtrim_fw_hooks[i].target);
+        put_hook_conditions(out, &roundtrim_fw_hooks[i]);
     }
 }
 
@@ -259,6 +271,111 @@ static void print_k8s(FILE *out, const struct roundtrim_config *cfg, const char 
     }
 }
 
+/* Text as roff reads it back: a backslash is \e, a dash the minus sign \- (so that a value
+ * such as RTMAX-2 or --role pastes back as typed), a line never starts with a control
+ * character, and line breaks become spaces. */
+static void put_roff_char(FILE *out, char c)
+{
+    if (c == '\\')
+        fputs("\\e", out);
+    else if (c == '-')
+        fputs("\\-", out);
+    else if (c == '\n' || c == '\r' || c == '\t')
+        fputc(' ', out);
+    else
+        fputc(c, out);
+}
+
+static void put_roff(FILE *out, const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", out);
+    for (; *s; s++)
+        put_roff_char(out, *s);
+}
+
+/* A dotted name (module.path:Class.method), longer than a line at times: it may break after a
+ * dot or a colon, with no hyphen added (\:). */
+static void put_roff_dotted(FILE *out, const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", out);
+    for (; *s; s++) {
+        put_roff_char(out, *s);
+        if (*s == '.' || *s == ':')
+            fputs("\\:", out);
+    }
+}
+
+/* The hooks ROUNDTRIM_PY_HOOK=auto arms, one indented paragraph each. */
+static void put_man_framework_hooks(FILE *out)
+{
+    fputs(".RS\n.PP\nauto arms, for the framework a process imports:\n", out);
+    for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
+        fputs(".IP \\(bu 2\n", out);
+        put_roff_dotted(out, roundtrim_fw_hooks[i].target);
+        put_hook_conditions(out, &roundtrim_fw_hooks[i]);
+    }
+    fputs(".RE\n", out);
+}
+
+/* roundtrim-variables(7): every row of the table, as the README's table has it. No date, so that
+ * the same table always gives the same page (reproducible builds). */
+static void print_man(FILE *out, const char *source)
+{
+    fputs(".\\\" Generated by roundtrim-options --format man from the option table "
+          "(policy/options.c).\n"
+          ".\\\" Do not edit: change the table and rebuild.\n",
+          out);
+    fputs(".TH ROUNDTRIM\\-VARIABLES 7 \"\" \"", out);
+    put_roff(out, source);
+    fputs("\" \"roundtrim\"\n", out);
+    fputs(
+        ".SH NAME\n"
+        "roundtrim\\-variables \\- the environment variables of libroundtrim.so\n"
+        ".SH DESCRIPTION\n"
+        "libroundtrim.so, preloaded into a process (\\fBroundtrim run\\fR, \\fBLD_PRELOAD\\fR or\n"
+        "\\fI/etc/ld.so.preload\\fR), reads these variables once, when the process starts.\n"
+        "A bad value gives one line on standard error naming the variable and the value\n"
+        "used instead, and the program goes on.\n"
+        "Where a variable is also read from another one, the ROUNDTRIM_ variable wins when\n"
+        "both are set.\n"
+        "A process that runs with raised privileges (setuid, setgid or file capabilities)\n"
+        "reads none of them: roundtrim only forwards the calls it interposes there.\n"
+        ".PP\n"
+        "\\fBroundtrim env\\fR prints them ready to paste into a start script, a Dockerfile\n"
+        "or a Kubernetes pod spec, with the values of a role.\n"
+        ".SH VARIABLES\n"
+        /* Left-aligned and unhyphenated: the text is full of long names that must paste back
+         * as written (ROUNDTRIM_..., /proc/self/clear_refs). */
+        ".ad l\n"
+        ".nh\n",
+        out);
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        const struct roundtrim_option *o = &roundtrim_options[i];
+        char dflt[128];
+        roundtrim_option_default_text(o, dflt, sizeof dflt);
+        fputs(".TP\n.B ", out);
+        put_roff(out, o->name);
+        fputs("\n", out);
+        put_roff(out, o->meaning);
+        fputs(".\n.br\nDefault: ", out);
+        put_roff(out, dflt);
+        fputs(".\n", out);
+        if (o->alias) {
+            fputs("Also read from \\fB", out);
+            put_roff(out, o->alias);
+            fputs("\\fR.\n", out);
+        }
+        if (o->id == RT_OPT_PY_HOOK)
+            put_man_framework_hooks(out);
+    }
+    fputs(".SH SEE ALSO\n"
+          ".BR roundtrim (1),\n"
+          ".BR ld.so (8)\n",
+          out);
+}
+
 static int parse_args(int argc, char **argv, struct request *req, bool *format_given)
 {
     for (int i = 1; i < argc; i++) {
@@ -269,11 +386,13 @@ static int parse_args(int argc, char **argv, struct request *req, bool *format_g
             usage(stdout);
             exit(0);
         } else if (strcmp(a, "--format") == 0 || strcmp(a, "--role") == 0 ||
-                   strcmp(a, "--preload") == 0) {
+                   strcmp(a, "--preload") == 0 || strcmp(a, "--source") == 0) {
             if (i + 1 >= argc)
                 return usage_error("missing a value after", a);
             if (strcmp(a, "--format") == 0)
                 format_text = argv[++i];
+            else if (strcmp(a, "--source") == 0)
+                slot = &req->source;
             else
                 slot = strcmp(a, "--role") == 0 ? &req->role : &req->preload;
             if (slot)
@@ -287,8 +406,8 @@ static int parse_args(int argc, char **argv, struct request *req, bool *format_g
             while (f < n && strcmp(format_text, format_names[f]) != 0)
                 f++;
             if (f == n)
-                return usage_error("unknown format (expected markdown, tsv, sh, docker or k8s)",
-                                   format_text);
+                return usage_error(
+                    "unknown format (expected markdown, tsv, sh, docker, k8s or man)", format_text);
             req->format = (enum format)f;
             *format_given = true;
         }
@@ -320,7 +439,7 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--round-signal") == 0)
         return print_round_signal(argv[2]);
-    struct request req = {FMT_MARKDOWN, NULL, NULL};
+    struct request req = {FMT_MARKDOWN, NULL, NULL, "roundtrim"};
     bool format_given = false;
     int rc = parse_args(argc, argv, &req, &format_given);
     if (rc)
@@ -345,6 +464,9 @@ int main(int argc, char **argv)
         break;
     case FMT_K8S:
         print_k8s(stdout, &cfg, req.preload);
+        break;
+    case FMT_MAN:
+        print_man(stdout, req.source);
         break;
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
