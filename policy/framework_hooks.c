@@ -75,6 +75,13 @@ const struct roundtrim_fw_hook roundtrim_fw_hooks[] = {
 
 const size_t roundtrim_fw_hook_count = sizeof roundtrim_fw_hooks / sizeof roundtrim_fw_hooks[0];
 
+const char *roundtrim_fw_label(const char *framework)
+{
+    if (!framework)
+        return "none";
+    return strcmp(framework, "flwr") == 0 ? "flower" : framework;
+}
+
 const char *roundtrim_fw_role_name(enum roundtrim_fw_role role)
 {
     switch (role) {

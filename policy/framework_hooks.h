@@ -56,6 +56,11 @@ extern const size_t roundtrim_fw_hook_count;
 
 const char *roundtrim_fw_role_name(enum roundtrim_fw_role role);
 
+/* The name operators know a framework by, for labels: a row's framework (its top-level package)
+ * mapped to the project's name ("flwr" is "flower"); NULL, a process with no framework's round
+ * hook attached, is "none". */
+const char *roundtrim_fw_label(const char *framework);
+
 /* Compares dotted version texts numerically, part by part ("2.9.0dev0" >= "2.9", "2.10" >
  * "2.9"); a part's trailing letters are ignored. Returns <0, 0 or >0. */
 int roundtrim_version_compare(const char *a, const char *b);

@@ -6,12 +6,13 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 struct out {
     char *buf;
     size_t cap, len;
     bool overflow;
-    char labels[256];
+    char labels[320];
 };
 
 static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -118,14 +119,85 @@ static void label_value(char *dst, size_t cap, const char *v)
     dst[n] = '\0';
 }
 
+static struct roundtrim_skip_row *skip_row(struct roundtrim_skip_counts *c, const char *action,
+                                           const char *reason)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->row[i].action, action) == 0 &&
+            strncmp(c->row[i].reason, reason, sizeof c->row[i].reason - 1) == 0)
+            return &c->row[i];
+    /* The last row is kept for the pairs that find no room: action and reason "other". */
+    if (c->n == ROUNDTRIM_PROM_SKIP_ROWS)
+        return &c->row[c->n - 1];
+    if (c->n == ROUNDTRIM_PROM_SKIP_ROWS - 1)
+        action = reason = "other";
+    struct roundtrim_skip_row *row = &c->row[c->n++];
+    row->action = action;
+    snprintf(row->reason, sizeof row->reason, "%s", reason);
+    row->count = 0;
+    return row;
+}
+
+static void skip_add(struct roundtrim_skip_counts *c, const char *action, const char *reason)
+{
+    if (reason)
+        skip_row(c, action, reason)->count++;
+}
+
+void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
+                               const struct roundtrim_round_record *r)
+{
+    skip_add(c, "cleanup", r->cleanup_skipped);
+    skip_add(c, "gc", r->gc_skipped);
+    skip_add(c, "trim", r->trim_skipped);
+    skip_add(c, "torch_empty_cache", r->torch_empty_cache_skipped);
+    skip_add(c, "cuda_pool_trim", r->cuda_pool_trim_skipped);
+}
+
+/* One series per step and reason seen; none before the first skip. */
+static void skip_metrics(struct out *o, const struct roundtrim_skip_counts *c)
+{
+    if (!c || c->n == 0)
+        return;
+    labelled_begin(
+        o, "roundtrim_cleanup_skipped_total", "counter",
+        "Cleanup steps that were due and did not run, by step (action) and why (reason).");
+    for (size_t i = 0; i < c->n; i++) {
+        char reason[2 * ROUNDTRIM_PROM_REASON_MAX];
+        label_value(reason, sizeof reason, c->row[i].reason);
+        emit(o, "roundtrim_cleanup_skipped_total{%s,action=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+             o->labels, c->row[i].action, reason, c->row[i].count);
+    }
+}
+
+/* The limit and when the round ended: what alerts on pressure and on silence compare with. */
+static void limit_and_time_metrics(struct out *o, const struct roundtrim_round_record *r)
+{
+    if (r->mem_limit > 0) {
+        labelled_begin(o, "roundtrim_memory_limit_bytes", "gauge",
+                       "Memory limit of the process: its cgroup's (source cgroup), else MemTotal "
+                       "(source memtotal).");
+        char num[32];
+        snprintf(num, sizeof num, "%" PRIu64, r->mem_limit);
+        labelled_value(o, "roundtrim_memory_limit_bytes", "source",
+                       r->mem_limit_from_cgroup ? "cgroup" : "memtotal", num);
+    }
+    emit(o,
+         "# HELP roundtrim_last_round_timestamp_seconds When the last round ended, in seconds "
+         "since the epoch.\n# TYPE roundtrim_last_round_timestamp_seconds gauge\n"
+         "roundtrim_last_round_timestamp_seconds{%s} %.3f\n",
+         o->labels, r->ts);
+}
+
 size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, size_t cap)
 {
     struct out o = {.buf = buf, .cap = cap};
-    char role[32], proc[96];
+    char role[32], proc[96], framework[32];
     label_value(role, sizeof role, in->role);
     label_value(proc, sizeof proc, in->process);
-    snprintf(o.labels, sizeof o.labels, "pid=\"%d\",role=\"%s\",process=\"%s\"", in->pid, role,
-             proc);
+    label_value(framework, sizeof framework, in->framework ? in->framework : "none");
+    snprintf(o.labels, sizeof o.labels, "pid=\"%d\",role=\"%s\",process=\"%s\",framework=\"%s\"",
+             in->pid, role, proc, framework);
     const struct roundtrim_round_record *r = in->last;
     metric(&o, "roundtrim_rounds_total", "counter", "Rounds ended.", in->rounds);
     metric(&o, "roundtrim_cleanups_total", "counter", "Cleanups run (rounds and memory pressure).",
@@ -166,6 +238,8 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
         metric(&o, "roundtrim_cuda_free_bytes_total", "counter", "Device bytes freed.",
                in->cuda_free_bytes_total);
     }
+    skip_metrics(&o, in->skips);
+    limit_and_time_metrics(&o, r);
     memory_metrics(&o, in);
     return o.overflow ? 0 : o.len;
 }

@@ -10,6 +10,28 @@
 
 struct roundtrim_diagnosis;
 
+/* Cleanup steps that were due and did not run, counted per step and reason since the process
+ * started: the round records' cleanup_skipped, gc_skipped, trim_skipped,
+ * torch_empty_cache_skipped and cuda_pool_trim_skipped. Reasons are a small set of stable names;
+ * past the table's rows, further pairs are counted under reason "other". */
+#define ROUNDTRIM_PROM_SKIP_ROWS  24
+#define ROUNDTRIM_PROM_REASON_MAX 32
+
+struct roundtrim_skip_row {
+    const char *action; /* "cleanup", "gc", "trim", "torch_empty_cache", "cuda_pool_trim" */
+    char reason[ROUNDTRIM_PROM_REASON_MAX];
+    uint64_t count;
+};
+
+struct roundtrim_skip_counts {
+    struct roundtrim_skip_row row[ROUNDTRIM_PROM_SKIP_ROWS];
+    size_t n;
+};
+
+/* Adds the skips one round record says. */
+void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
+                               const struct roundtrim_round_record *r);
+
 struct roundtrim_prom_input {
     int pid;
     const char *role;
@@ -20,6 +42,9 @@ struct roundtrim_prom_input {
     uint64_t released_bytes_total; /* sum of rss_before - rss_after over cleanups */
     uint64_t cuda_alloc_bytes_total, cuda_free_bytes_total;
     const struct roundtrim_diagnosis *diagnosis; /* the latest, or NULL */
+    const char
+        *framework; /* whose round hooks attached ("nvflare", "flower", "appfl"); NULL: none */
+    const struct roundtrim_skip_counts *skips; /* NULL: none yet */
 };
 
 /* Returns the length written, 0 if it did not fit. */

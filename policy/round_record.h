@@ -86,6 +86,10 @@ struct roundtrim_round_record {
     uint64_t rss_before, rss_after, rss_peak;
     bool cgroup_known;
     uint64_t cgroup_usage, cgroup_limit;
+    /* The limit memory pressure is measured against: the cgroup's, else MemTotal (0: unknown).
+     * For the metrics file; not in the round's JSON (cgroup_limit is). */
+    uint64_t mem_limit;
+    bool mem_limit_from_cgroup;
     unsigned actions; /* enum roundtrim_action bits, in the order they ran */
     uint64_t cleanup_us, trim_us;
     const char *cleanup_skipped; /* why a due cleanup did not run at all ("exiting"), or NULL */

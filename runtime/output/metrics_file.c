@@ -7,14 +7,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "policy/framework_hooks.h"
 #include "policy/procfs.h"
 #include "policy/prom_format.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/settings.h"
 #include "runtime/alloc/thread_counters.h"
+#include "runtime/python/hook.h"
 
 static uint64_t released_total, cuda_alloc_total, cuda_free_total;
+static struct roundtrim_skip_counts skips;
 
 static void process_name(char *buf, size_t cap)
 {
@@ -108,6 +111,7 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
         released_total += r->rss_before - r->rss_after;
     cuda_alloc_total += r->cuda.alloc_bytes;
     cuda_free_total += r->cuda.free_bytes;
+    roundtrim_skip_counts_add(&skips, r);
     if (!cfg->prom_file)
         return;
     /* Callers are serialised (the round lock): the text need not take an exiting thread's
@@ -131,6 +135,8 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
         .cuda_alloc_bytes_total = cuda_alloc_total,
         .cuda_free_bytes_total = cuda_free_total,
         .diagnosis = diagnosis,
+        .framework = roundtrim_fw_label(roundtrim_py_hooks_framework()),
+        .skips = &skips,
     };
     size_t n = roundtrim_prom_format(&in, text, sizeof text);
     if (n == 0)
@@ -141,4 +147,5 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
 void roundtrim_metrics_file_fork_child(void)
 {
     released_total = cuda_alloc_total = cuda_free_total = 0;
+    skips = (struct roundtrim_skip_counts){0};
 }

@@ -38,4 +38,9 @@ void roundtrim_py_hooks_start_json(struct roundtrim_json *j);
  * process imported. Nothing when no hook was armed. Reads no Python state. */
 void roundtrim_py_hooks_exit_json(struct roundtrim_json *j);
 
+/* The framework whose round hooks attached (its row's top-level package: "nvflare", "flwr",
+ * "appfl"), preferring one whose hook was called; NULL when none attached. Reads no Python state;
+ * a walk of the table's few entries. */
+const char *roundtrim_py_hooks_framework(void);
+
 #endif

@@ -63,3 +63,18 @@ void roundtrim_py_hooks_exit_json(struct roundtrim_json *j)
     exit_list(j, "hooks_not_imported", NOT_IMPORTED);
     exit_list(j, "hooks_missing", MISSING);
 }
+
+const char *roundtrim_py_hooks_framework(void)
+{
+    const char *attached = NULL;
+    for (size_t i = 0; i < HOOKS.count; i++) {
+        const struct roundtrim_py_hook *e = &HOOKS.entry[i];
+        if (!e->fw || e->state != RT_HOOK_ATTACHED)
+            continue;
+        if (e->called)
+            return e->fw->framework;
+        if (!attached)
+            attached = e->fw->framework;
+    }
+    return attached;
+}

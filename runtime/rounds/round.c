@@ -169,6 +169,8 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     }
     struct roundtrim_mem_limit lim;
     roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
+    r->mem_limit = lim.limit;
+    r->mem_limit_from_cgroup = lim.from_cgroup;
     if (lim.cgroup_usage_known) {
         r->cgroup_known = true;
         r->cgroup_usage = lim.cgroup_usage;

@@ -346,6 +346,25 @@ def test_appfl_serial_simulation_one_round_per_aggregation(run_shim):
     assert AGENT in proc["exit"]["hooks_attached"]
 
 
+@pytest.mark.parametrize("framework, argv", [
+    ("nvflare", ["nvflare_job.py", "in_process", "3", "nvflare_train.py"]),
+    ("flower", ["flower_run.py", "legacy", "3"]),
+    ("appfl", ["appfl_run.py", "serial", "3"]),
+])
+def test_metrics_name_the_framework_whose_hooks_ended_the_rounds(run_shim, tmp_path, framework,
+                                                                 argv):
+    """The Prometheus textfile's framework label, as operators know the framework (Flower's
+    package is flwr), in every process that ended rounds."""
+    prom = tmp_path / "prom"
+    prom.mkdir()
+    res = run_tree(run_shim, argv, {"ROUNDTRIM_PROM_FILE": str(prom / "rt-%p.prom")})
+    texts = {int(f.name[3:-5]): f.read_text() for f in prom.glob("rt-*.prom")}
+    assert set(texts) == {pid for pid, proc in by_pid(res).items() if proc["rounds"]}
+    for text in texts.values():
+        series = [l for l in text.splitlines() if l.startswith("roundtrim_")]
+        assert series and all(f'framework="{framework}"' in l for l in series), text
+
+
 def test_report_lists_the_hooks_under_the_summary(run_shim):
     res = run_tree(run_shim, ["nvflare_job.py", "in_process", "2", "nvflare_train.py"],
                    {"ROUNDTRIM_PY_HOOK": "auto,nvflare.client.api:send_model"})

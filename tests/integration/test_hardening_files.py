@@ -407,7 +407,7 @@ def test_processes_sharing_one_metrics_path_all_keep_writing(spawn, tmp_path):
         p.stdin.flush()
         assert p.stdout.readline() == "done 21\n"
         line = (f'roundtrim_rounds_total{{pid="{p.pid}",role="client",'
-                f'process="rounds_on_input"}} 21\n')
+                f'process="rounds_on_input",framework="none"}} 21\n')
         assert wait_for(lambda: prom.exists() and line in prom.read_text()), prom.read_text()
     for p in procs:
         p.stdin.close()

@@ -99,7 +99,8 @@ def test_prometheus_file_parses_and_follows_the_rounds(run_shim, tmp_path):
     assert rounds.type == "counter"
     sample = rounds.samples[0]
     assert sample.value == 3
-    assert sample.labels == {"pid": str(pid), "role": "client", "process": "signal_chain"}
+    assert sample.labels == {"pid": str(pid), "role": "client", "process": "signal_chain",
+                             "framework": "none"}
     assert families["roundtrim_rss_bytes"].type == "gauge"
     assert families["roundtrim_rss_bytes"].samples[0].value == res.rounds[-1]["rss_after"]
     assert families["roundtrim_malloc_calls"].samples[0].value >= res.rounds[-1]["malloc_calls"]

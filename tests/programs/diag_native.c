@@ -1,6 +1,6 @@
 /* A native program with one known cause of memory growth per mode, for the diagnosis:
  *
- *   diag_native MODE [ROUNDS]
+ *   diag_native MODE [ROUNDS [PAUSE_MS]]
  *
  *   leak      keeps 2 MiB of small blocks and one 4 MiB block each round (live heap grows)
  *   frag      builds 48 MiB of 1-2 KiB blocks and frees all but one in 32, which live until
@@ -10,8 +10,8 @@
  *   flat      allocates and frees 32 MiB each round (nothing kept)
  *   mixed     keeps 3 MiB of malloc blocks and maps 3 MiB with mmap each round
  *
- * Rounds end with roundtrim_round_end() when roundtrim is preloaded. Prints one line per round
- * with its RSS. */
+ * Rounds end with roundtrim_round_end() when roundtrim is preloaded, PAUSE_MS (30) apart. Prints
+ * one line per round with its RSS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +83,12 @@ static void churn(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed [ROUNDS]\n");
+        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed [ROUNDS [PAUSE_MS]]\n");
         return 2;
     }
     const char *mode = argv[1];
     int rounds = argc > 2 ? atoi(argv[2]) : 12;
+    useconds_t pause_us = (useconds_t)(argc > 3 ? atoi(argv[3]) : 30) * 1000;
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int r = 1; r <= rounds; r++) {
         if (strcmp(mode, "leak") == 0) {
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
         if (roundtrim_round_end)
             roundtrim_round_end();
         printf("round %d rss %llu\n", r, rss_bytes());
-        usleep(30000);
+        usleep(pause_us);
     }
     return 0;
 }

@@ -132,6 +132,18 @@ START_TEST(rows_are_well_formed)
 }
 END_TEST
 
+START_TEST(labels_name_the_frameworks_as_operators_know_them)
+{
+    for (size_t i = 0; i < roundtrim_fw_hook_count; i++) {
+        const char *label = roundtrim_fw_label(roundtrim_fw_hooks[i].framework);
+        ck_assert(strcmp(label, "nvflare") == 0 || strcmp(label, "flower") == 0 ||
+                  strcmp(label, "appfl") == 0);
+    }
+    ck_assert_str_eq(roundtrim_fw_label("flwr"), "flower");
+    ck_assert_str_eq(roundtrim_fw_label(NULL), "none");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("framework_hooks");
@@ -141,6 +153,7 @@ int main(void)
     tcase_add_test(tc, every_framework_has_its_round_functions);
     tcase_add_test(tc, flower_supernode_rounds_follow_train_messages);
     tcase_add_test(tc, rows_are_well_formed);
+    tcase_add_test(tc, labels_name_the_frameworks_as_operators_know_them);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

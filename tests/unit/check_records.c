@@ -220,10 +220,10 @@ START_TEST(prometheus_text_has_help_type_and_labels)
     ck_assert_uint_gt(n, 0);
     ck_assert_ptr_nonnull(strstr(buf, "# TYPE roundtrim_rounds_total counter\n"
                                       "roundtrim_rounds_total{pid=\"42\",role=\"client\","
-                                      "process=\"py\\\"thon\"} 7\n"));
+                                      "process=\"py\\\"thon\",framework=\"none\"} 7\n"));
     ck_assert_ptr_nonnull(strstr(buf, "# TYPE roundtrim_rss_bytes gauge\n"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_last_cleanup_seconds{pid=\"42\",role=\"client\","
-                                      "process=\"py\\\"thon\"} 0.000012\n"));
+                                      "process=\"py\\\"thon\",framework=\"none\"} 0.000012\n"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_released_bytes_total{"));
     ck_assert_ptr_null(strstr(buf, "cuda"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_malloc_calls_total{"));
@@ -271,10 +271,96 @@ START_TEST(memory_parts_and_action_yields)
     char text[8192];
     ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
     ck_assert_ptr_nonnull(strstr(
-        text,
-        "roundtrim_memory_bytes{pid=\"1\",role=\"client\",process=\"p\",part=\"file\"} 40\n"));
+        text, "roundtrim_memory_bytes{pid=\"1\",role=\"client\",process=\"p\",framework=\"none\","
+              "part=\"file\"} 40\n"));
     ck_assert_ptr_null(strstr(text, "part=\"python\""));
     ck_assert_ptr_null(strstr(text, "roundtrim_diagnosis{")); /* no diagnosis yet */
+}
+END_TEST
+
+/* What the alerting rules read: the framework, skipped cleanup steps per reason, the limit and the
+ * round's time. */
+START_TEST(prometheus_text_has_what_the_alerts_read)
+{
+    struct roundtrim_round_record r = sample();
+    struct roundtrim_traffic total = {1, 1, 1, 1, 0};
+    struct roundtrim_skip_counts skips = {0};
+    r.gc_skipped = "gil_timeout";
+    roundtrim_skip_counts_add(&skips, &r);
+    roundtrim_skip_counts_add(&skips, &r);
+    r.gc_skipped = "program_gc";
+    r.trim_skipped = "program_trim";
+    roundtrim_skip_counts_add(&skips, &r);
+    r.mem_limit = 8589934592u;
+    r.mem_limit_from_cgroup = true;
+    struct roundtrim_prom_input in = {.pid = 7,
+                                      .role = "client",
+                                      .process = "python3",
+                                      .last = &r,
+                                      .total = &total,
+                                      .framework = "flower",
+                                      .skips = &skips};
+    char text[8192];
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    const char *labels = "{pid=\"7\",role=\"client\",process=\"python3\",framework=\"flower\"";
+    char want[512];
+    snprintf(want, sizeof want,
+             "# TYPE roundtrim_cleanup_skipped_total counter\n"
+             "roundtrim_cleanup_skipped_total%s,action=\"gc\",reason=\"gil_timeout\"} 2\n"
+             "roundtrim_cleanup_skipped_total%s,action=\"gc\",reason=\"program_gc\"} 1\n"
+             "roundtrim_cleanup_skipped_total%s,action=\"trim\",reason=\"program_trim\"} 1\n",
+             labels, labels, labels);
+    ck_assert_ptr_nonnull(strstr(text, want));
+    snprintf(want, sizeof want,
+             "# TYPE roundtrim_memory_limit_bytes gauge\n"
+             "roundtrim_memory_limit_bytes%s,source=\"cgroup\"} 8589934592\n",
+             labels);
+    ck_assert_ptr_nonnull(strstr(text, want));
+    snprintf(want, sizeof want,
+             "# TYPE roundtrim_last_round_timestamp_seconds gauge\n"
+             "roundtrim_last_round_timestamp_seconds%s} 1700000000.250\n",
+             labels);
+    ck_assert_ptr_nonnull(strstr(text, want));
+    /* MemTotal when no cgroup limit applies; no limit line when neither could be read. */
+    r.mem_limit_from_cgroup = false;
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    ck_assert_ptr_nonnull(strstr(text, ",source=\"memtotal\"} 8589934592\n"));
+    r.mem_limit = 0;
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    ck_assert_ptr_null(strstr(text, "roundtrim_memory_limit_bytes"));
+    /* Nothing skipped yet: no series rather than a reason of nobody's. */
+    in.skips = NULL;
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    ck_assert_ptr_null(strstr(text, "roundtrim_cleanup_skipped_total"));
+}
+END_TEST
+
+START_TEST(skip_reasons_are_escaped_and_bounded)
+{
+    struct roundtrim_round_record r = sample();
+    struct roundtrim_skip_counts skips = {0};
+    char reasons[40][64];
+    for (int i = 0; i < 40; i++) {
+        /* long reasons share their first 31 bytes' row; quotes are escaped */
+        snprintf(reasons[i], sizeof reasons[i], "r\"%02d_a_reason_longer_than_the_row_keeps", i);
+        r.torch_empty_cache_skipped = reasons[i];
+        roundtrim_skip_counts_add(&skips, &r);
+        roundtrim_skip_counts_add(&skips, &r);
+    }
+    ck_assert_uint_eq(skips.n, ROUNDTRIM_PROM_SKIP_ROWS);
+    ck_assert_uint_eq(skips.row[0].count, 2);
+    ck_assert_str_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].action, "other");
+    ck_assert_str_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].reason, "other");
+    ck_assert_uint_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].count,
+                      2 * (40 - (ROUNDTRIM_PROM_SKIP_ROWS - 1)));
+    struct roundtrim_traffic total = {1, 1, 1, 1, 0};
+    struct roundtrim_prom_input in = {
+        .pid = 1, .role = "client", .process = "p", .last = &r, .total = &total, .skips = &skips};
+    char text[16384];
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    ck_assert_ptr_nonnull(strstr(text, "action=\"torch_empty_cache\","
+                                       "reason=\"r\\\"00_a_reason_longer_than_the_r\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(text, "action=\"other\",reason=\"other\"} 34\n"));
 }
 END_TEST
 
@@ -293,6 +379,8 @@ int main(void)
     tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
     tcase_add_test(tc, memory_parts_and_action_yields);
+    tcase_add_test(tc, prometheus_text_has_what_the_alerts_read);
+    tcase_add_test(tc, skip_reasons_are_escaped_and_bounded);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
