@@ -238,11 +238,17 @@ static void advise_fragmentation(struct roundtrim_diagnosis *d,
     if (d->trim_released_per_round > 0) {
         fmt_bytes(b, sizeof b, d->trim_released_per_round);
         say(d, "Freed heap stays resident; roundtrim's trim gives back %s per round.", b);
-        if (d->heap_free_share >= FREE_SHARE)
+        /* Measured before the cleanup: what the trim left of it is pinned between live
+         * blocks (a trim returns whole free pages only). */
+        if (d->heap_free_median >= FREE_MIN &&
+            d->trim_released_per_round < 0.5 * d->heap_free_median) {
+            char f[32];
+            fmt_bytes(f, sizeof f, d->heap_free_median);
             say(d,
-                " Freed heap is still %.0f%% of RSS when the round ends: pages that live "
-                "blocks pin between them, which no trim returns.",
-                100 * d->heap_free_share);
+                " Of the %s of freed heap at a round's end, a trim returns less than half: the "
+                "rest lies in pages that live blocks pin.",
+                f);
+        }
         if (ctx->cleanup_every > 1)
             say(d,
                 " Cleaning every %llu rounds lets it build up in between: set "
@@ -411,6 +417,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     /* Levels and yields by their medians: one spike round (glibc's heap briefly 25 times its
      * usual size) must not make a flat process look fragmented. */
     double free_median = free_heap.known ? median_of(free_heap.y, n) : 0;
+    d->heap_free_median = free_median;
     d->heap_free_share = free_heap.known ? median_of(shares, n) : 0;
     double trim_median = median_of(trims, n);
 

@@ -65,9 +65,10 @@ struct roundtrim_diagnosis {
     double gc_freed_per_round, trim_released_per_round, device_released_per_round;
     double recovered_per_round; /* the three together */
     double gc_collected_per_round;
-    double heap_free_share; /* median share of RSS the free-but-resident heap is */
-    bool collected;         /* a full collection (roundtrim's or the program's) ran in the window:
-                               without one, growing live Python memory may be garbage not yet collected */
+    double heap_free_share;  /* median share of RSS the free-but-resident heap is */
+    double heap_free_median; /* bytes */
+    bool collected;          /* a full collection (roundtrim's or the program's) ran in the window:
+                                without one, growing live Python memory may be garbage not yet collected */
     char advice[640];
 };
 

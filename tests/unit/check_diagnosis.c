@@ -274,6 +274,24 @@ START_TEST(fragmentation_advice_fits_the_allocator)
 }
 END_TEST
 
+START_TEST(a_trim_that_returns_little_of_the_free_heap_says_it_is_pinned)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.base[RT_PART_HEAP_FREE] = 200 * MIB;
+    sh.trim_released = 150 * MIB; /* most of it comes back */
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+    ck_assert_ptr_null(strstr(d.advice, "pin"));
+    sh.trim_released = 60 * MIB; /* most of it stays */
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+    ck_assert_ptr_nonnull(strstr(d.advice, "Of the 200.0 MiB of freed heap at a round's end, a "
+                                           "trim returns less than half"));
+}
+END_TEST
+
 START_TEST(a_mixed_case_names_the_shares)
 {
     struct roundtrim_diag_sample s[10];
@@ -356,6 +374,7 @@ int main(void)
     tcase_add_test(tc, python_growth_without_a_collection_is_not_called_unfixable);
     tcase_add_test(tc, one_spike_round_does_not_make_a_small_process_fragmented);
     tcase_add_test(tc, fragmentation_advice_fits_the_allocator);
+    tcase_add_test(tc, a_trim_that_returns_little_of_the_free_heap_says_it_is_pinned);
     tcase_add_test(tc, a_mixed_case_names_the_shares);
     tcase_add_test(tc, unknown_parts_are_never_read_as_flat);
     tcase_add_test(tc, too_few_rounds_say_so);
