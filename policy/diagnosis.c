@@ -437,7 +437,6 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     sum_series(smp, n, outside, 3, true, &s);
     g[RT_CAUSE_OUTSIDE_HEAP] = growth(&s, d->rss_mean);
     if (weigh(d, g)) {
-        d->from_growth = true;
         d->decided_by = "growth";
         advise(d, ctx, g);
         return;

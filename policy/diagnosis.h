@@ -31,7 +31,6 @@ struct roundtrim_diag_sample {
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
-    bool trimmed;
     uint64_t trim_released;
     uint64_t device_released; /* torch's cache release and the pools' trim */
 };
@@ -52,7 +51,6 @@ struct roundtrim_diagnosis {
     const char *skipped; /* why no diagnosis: "too_few_rounds" (then the rest is empty) */
     enum roundtrim_cause cause;
     bool mixed;             /* no cause has most of the growth (or of what cleanup recovers) */
-    bool from_growth;       /* the causes were weighed by growth */
     const char *decided_by; /* "growth", "cleanup_yield" (flat: what cleanup takes back each
                                round), "level" (flat, mostly cached or freed memory), "flat" */
     int rounds;             /* samples used */

@@ -36,7 +36,7 @@ static uint64_t resident_bytes(uintptr_t start, uintptr_t end)
 struct arena_scan {
     struct roundtrim_map_line prev;
     bool have_prev;
-    uint64_t mapped, resident;
+    uint64_t resident;
 };
 
 /* Each line is judged once the next one is known (a heap is told by what follows it). */
@@ -46,7 +46,6 @@ static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
         return;
     const struct roundtrim_map_line *m = &a->prev;
     if ((m->brk_heap && m->writable) || roundtrim_glibc_arena_heap(m, next)) {
-        a->mapped += m->end - m->start;
         a->resident += resident_bytes(m->start, m->end);
     }
 }
@@ -61,7 +60,9 @@ static void scan_line(struct arena_scan *a, const char *line)
     a->have_prev = true;
 }
 
-bool roundtrim_glibc_arenas_resident(uint64_t *mapped, uint64_t *resident)
+/* glibc's arenas: their resident bytes, from /proc/self/maps and mincore (a page-table walk of
+ * the arenas alone). False when the maps could not be read. */
+static bool glibc_arenas_resident(uint64_t *resident)
 {
     int fd = roundtrim_open_read("/proc/thread-self/maps");
     if (fd < 0)
@@ -99,7 +100,6 @@ bool roundtrim_glibc_arenas_resident(uint64_t *mapped, uint64_t *resident)
         scan_line(&a, buf);
     }
     judge(&a, NULL);
-    *mapped = a.mapped;
     *resident = a.resident;
     return ok;
 }
@@ -137,8 +137,8 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
             out->free_skipped = counts_skipped;
             return;
         }
-        uint64_t mapped, resident;
-        if (!roundtrim_glibc_arenas_resident(&mapped, &resident)) {
+        uint64_t resident;
+        if (!glibc_arenas_resident(&resident)) {
             out->free_skipped = "maps_unreadable";
             return;
         }
@@ -148,7 +148,6 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
         uint64_t in_arenas = out->live > big ? out->live - big : 0;
         out->free_known = true;
         out->free_resident = resident > in_arenas ? resident - in_arenas : 0;
-        out->arena_mapped = mapped;
         return;
     }
     case RT_ALLOC_OTHER:

@@ -16,15 +16,10 @@ struct roundtrim_heap_parts {
     bool free_known;
     uint64_t free_resident;
     const char *free_skipped; /* "allocator_unknown", "maps_unreadable", ... */
-    uint64_t arena_mapped;    /* glibc: bytes mapped for its arenas (for the benchmark) */
 };
 
 /* total: the process's cumulative counts at the boundary. */
 void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
                                struct roundtrim_heap_parts *out);
-
-/* glibc's arenas: their mapped and resident bytes, from /proc/self/maps and mincore (a page-table
- * walk of the arenas alone). False when the maps could not be read. */
-bool roundtrim_glibc_arenas_resident(uint64_t *mapped, uint64_t *resident);
 
 #endif

@@ -88,12 +88,6 @@ static inline size_t roundtrim_glibc_usable_from_header(size_t header)
     return (header & ~(size_t)7) - sizeof(size_t) - (header & 2) * (sizeof(size_t) / 2);
 }
 
-/* The block is a mapping of its own (IS_MMAPPED), outside every arena: a large block. */
-static inline bool roundtrim_glibc_own_mapping(size_t header)
-{
-    return (header & 2) != 0;
-}
-
 static inline size_t roundtrim_glibc_header_usable_size(const void *p)
 {
     return roundtrim_glibc_usable_from_header(roundtrim_glibc_header(p));

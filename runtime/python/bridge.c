@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "runtime/core/clock.h"
 #include "runtime/core/settings.h"
@@ -14,6 +15,9 @@
 #include "runtime/python/hook.h"
 
 #define P roundtrim_py
+
+/* How long reading PyTorch's cache figures waits for the GIL. */
+#define TORCH_MEMORY_GIL_WAIT_MS 200
 
 /* How long the worker waits for the job once it has the GIL: ROUNDTRIM_PY_JOB_WAIT_MS. */
 static unsigned job_wait_ms(void)
@@ -160,13 +164,25 @@ static const char *torch_memory_job_run(struct roundtrim_py_result *out)
     return NULL;
 }
 
+const char *roundtrim_python_torch_news(const char *why)
+{
+    static const char *const routine[] = {"no_python", "no_interpreter", "no_torch",
+                                          "cuda_not_initialized"};
+    for (size_t i = 0; why && i < sizeof routine / sizeof routine[0]; i++)
+        if (strcmp(why, routine[i]) == 0)
+            return NULL;
+    return why;
+}
+
 const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved)
 {
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return absent();
+    /* A reading, not a cleanup: the round's record waits for it only briefly when the program
+     * holds the GIL in C code ("gil_timeout": device_cached is then said unknown). */
     const char *why =
-        roundtrim_py_with_gil(torch_memory_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
+        roundtrim_py_with_gil(torch_memory_job_run, &res, TORCH_MEMORY_GIL_WAIT_MS, job_wait_ms());
     if (why)
         return why;
     *allocated = res.count;

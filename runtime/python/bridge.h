@@ -35,6 +35,10 @@ const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us);
  * "cuda_not_initialized", "cuda_capture"). */
 const char *roundtrim_python_torch_empty_cache(uint64_t *us);
 
+/* A torch step's reason to skip when that is news, else NULL: not in processes without Python or
+ * torch, or whose torch never initialised CUDA (the common case, said every round otherwise). */
+const char *roundtrim_python_torch_news(const char *why);
+
 /* torch.cuda.memory_allocated() and memory_reserved(), only when the program imported torch and
  * initialized CUDA itself. NULL when read, else why not (as roundtrim_python_torch_empty_cache). */
 const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved);

@@ -39,7 +39,6 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     s->program_gc = r->gc_skipped && strcmp(r->gc_skipped, "program_gc") == 0;
     s->gc_collected = r->gc_collected;
     s->gc_freed = r->gc_freed_bytes;
-    s->trimmed = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
     s->trim_released = r->trim_released_bytes;
     s->device_released = r->torch_released_bytes + r->cuda_pool_trim_bytes;
 }

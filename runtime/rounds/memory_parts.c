@@ -29,6 +29,14 @@ static void read_device(struct roundtrim_memory_parts *m, const struct roundtrim
     const char *torch = roundtrim_python_torch_memory(&allocated, &reserved);
     if (!torch && reserved > allocated)
         torch_cached = reserved - allocated;
+    /* PyTorch's cache unread where the program uses it (the GIL held too long): the split of
+     * device memory between live and cached is unknown, never silently all live. */
+    const char *torch_news = roundtrim_python_torch_news(torch);
+    if (torch_news) {
+        skip(m, RT_PART_DEVICE_LIVE, torch_news);
+        skip(m, RT_PART_DEVICE_CACHED, torch_news);
+        return;
+    }
     uint64_t live = cuda->live_bytes;
     m->value[RT_PART_DEVICE_LIVE] = live > torch_cached ? live - torch_cached : 0;
     if (pools)

@@ -62,18 +62,6 @@ static void traffic_delta(struct roundtrim_traffic *d, const struct roundtrim_tr
     d->free_bytes = take_above(&last.traffic.free_bytes, now->free_bytes);
 }
 
-/* Why torch.cuda.empty_cache did not run, when that is news: not in processes without Python
- * or torch, or whose torch never initialised CUDA (the common case, said every round otherwise). */
-static const char *torch_skip_worth_saying(const char *why)
-{
-    static const char *const routine[] = {"no_python", "no_interpreter", "no_torch",
-                                          "cuda_not_initialized"};
-    for (size_t i = 0; why && i < sizeof routine / sizeof routine[0]; i++)
-        if (strcmp(why, routine[i]) == 0)
-            return NULL;
-    return why;
-}
-
 static bool gc_due(void)
 {
     return roundtrim_config()->py_gc && roundtrim_python_loaded();
@@ -131,7 +119,7 @@ static void cleanup(struct roundtrim_round_record *r)
             r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
             r->torch_released_bytes = below(device, roundtrim_memory_device_now());
         } else
-            r->torch_empty_cache_skipped = torch_skip_worth_saying(why);
+            r->torch_empty_cache_skipped = roundtrim_python_torch_news(why);
         why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
         if (!why)
             r->actions |= RT_ACT_CUDA_POOL_TRIM;

@@ -34,7 +34,6 @@ static size_t make(struct roundtrim_diag_sample *s, size_t n, const struct shape
         s[i].gc_collected = (uint64_t)sh->gc_collected;
         s[i].gc_ran = sh->gc_freed > 0 || sh->gc_collected > 0;
         s[i].trim_released = (uint64_t)sh->trim_released;
-        s[i].trimmed = sh->trim_released > 0;
         s[i].device_released = (uint64_t)sh->device_released;
     }
     return n;
@@ -247,7 +246,6 @@ START_TEST(one_spike_round_does_not_make_a_small_process_fragmented)
     s[3].part[RT_PART_HEAP_FREE] += 96 * MIB; /* glibc's heap briefly 25 times its size */
     s[3].rss += 96 * MIB;
     s[3].trim_released = 96 * MIB;
-    s[3].trimmed = true;
     struct roundtrim_diagnosis d;
     roundtrim_diagnose(s, 10, &every_round, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
