@@ -21,20 +21,22 @@ def write_cgroup(dir_path, limit_bytes, usage=None):
 def test_pressure_cleans_a_process_without_rounds_before_it_hits_its_limit(run_shim, tmp_path):
     """No round source at all: RSS climbs past 90% of a (simulated) cgroup limit and the
     worker cleans up at once; the same program without roundtrim ends its rounds above it."""
-    cgroup = tmp_path / "cgroup"
-    limit = 56 * MIB
-    write_cgroup(cgroup, limit)  # no memory.current: the process's RSS is what counts
     args = [prog("fl_workload"), "--mode", "plain", "--rounds", "10", "--threads", "4",
             "--model-mib", "64", "--pause-ms", "300"]
+    bare = run_shim(args, preload=False, log=False)
+    assert bare.returncode == 0, bare.stderr
+    bare_rss = statistics.median(r["rss"] for r in bare.stdout_json()[2:])
+    # The limit puts the program's own steady RSS at 95% of it (glibc's arenas differ from
+    # machine to machine): above the 90% cleanup line without roundtrim.
+    limit = int(bare_rss / 0.95) // 4096 * 4096
+    cgroup = tmp_path / "cgroup"
+    write_cgroup(cgroup, limit)  # no memory.current: the process's RSS is what counts
     env = {"ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_PRESSURE_WARN": "70",
            "ROUNDTRIM_PRESSURE_CLEAN": "90", "ROUNDTRIM_PRESSURE_GAP_S": "0",
            "ROUNDTRIM_SAMPLE_MS": "20", "ROUNDTRIM_ROUND_SIGNAL": "none"}
-    bare = run_shim(args, env=env, preload=False, log=False)
     shim = run_shim(args, env=env)
-    assert bare.returncode == 0 and shim.returncode == 0, shim.stderr
-    bare_rss = statistics.median(r["rss"] for r in bare.stdout_json()[2:])
+    assert shim.returncode == 0, shim.stderr
     shim_rss = statistics.median(r["rss"] for r in shim.stdout_json()[2:])
-    assert bare_rss > 0.9 * limit
     assert shim_rss < 0.9 * limit, (shim_rss, limit)
     pressure = [r for r in shim.records if r["event"] == "pressure"]
     cleans = [r for r in pressure if r["level"] == "clean"]
