@@ -223,10 +223,8 @@ static void advise_allocator(struct roundtrim_diagnosis *d,
     if (ctx->allocator && strcmp(ctx->allocator, "jemalloc") == 0)
         say(d, " jemalloc returns freed pages once its decay time passes: a shorter one "
                "(MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0) keeps less of it.");
-    else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0 &&
-             (ctx->arena_max == 0 || ctx->arena_max > 2))
-        say(d, " Fewer arenas (MALLOC_ARENA_MAX=2) or jemalloc preloaded after roundtrim keep "
-               "less of it.");
+    /* Not fewer arenas: measured, a cap at or below the allocating threads ended rounds higher
+     * with cleanup off, and made each trim hold longer (BENCHMARKS.md, the defaults). */
     else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0)
         say(d, " jemalloc preloaded after roundtrim keeps less of it.");
 }
@@ -391,8 +389,11 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     }
     struct series rss = {.known = true};
     double trims[64], shares[64];
+    size_t trimmed = 0;
     for (size_t i = 0; i < n; i++) {
-        trims[i] = (double)smp[i].trim_released;
+        /* What a trim returns when it runs: rounds the policy left it out of say nothing. */
+        if (smp[i].trim_ran)
+            trims[trimmed++] = (double)smp[i].trim_released;
         shares[i] = smp[i].rss ? (double)smp[i].part[RT_PART_HEAP_FREE] / (double)smp[i].rss : 0;
         d->collected |= smp[i].gc_ran || smp[i].program_gc;
         rss.x[rss.n] = (double)smp[i].round;
@@ -419,7 +420,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     double free_median = free_heap.known ? median_of(free_heap.y, n) : 0;
     d->heap_free_median = free_median;
     d->heap_free_share = free_heap.known ? median_of(shares, n) : 0;
-    double trim_median = median_of(trims, n);
+    double trim_median = trimmed ? median_of(trims, trimmed) : 0;
 
     /* 1. What grows. */
     static const enum roundtrim_mem_part live[] = {RT_PART_HEAP_LIVE, RT_PART_PYTHON,

@@ -31,6 +31,7 @@ struct roundtrim_diag_sample {
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
+    bool trim_ran; /* the trim or purge ran (a policy may leave it out of a round) */
     uint64_t trim_released;
     uint64_t device_released; /* torch's cache release and the pools' trim */
 };
@@ -42,7 +43,6 @@ struct roundtrim_diag_context {
     bool sites;             /* allocation sites are sampled */
     bool python;            /* the process runs Python */
     const char *allocator;  /* "glibc", "jemalloc", or another's name */
-    uint64_t arena_max;     /* glibc's arena cap in force (0: glibc's own) */
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3

@@ -14,12 +14,40 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
     {RT_OPT_DISABLE, "ROUNDTRIM_DISABLE", NULL, RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "true turns the library into pure forwarding: no counting, no thread, no output"},
     {RT_OPT_ROLE, "ROUNDTRIM_ROLE", NULL, RT_TYPE_ROLE, 0, 0, "client", NULL, NULL,
-     "client or server: picks the defaults of ROUNDTRIM_GC_ROUNDS and ROUNDTRIM_ARENA_MAX (the "
-     "client's first); a server cleans less often and keeps more arenas"},
+     "client or server: picks the defaults of ROUNDTRIM_GC_ROUNDS, ROUNDTRIM_ARENA_MAX and "
+     "ROUNDTRIM_MMAP_THRESHOLD (the client's first); a server cleans less often, caps its "
+     "arenas and maps large buffers"},
     {RT_OPT_GC_ROUNDS, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", RT_TYPE_UINT, 0,
      1000000, "1", "5", NULL,
-     "clean up every N rounds; 0 never at round ends (counting and logging go on; pressure "
-     "cleanups have their own switch); the NVFlare variable is read for the client role only"},
+     "look at cleanup every N rounds: with ROUNDTRIM_ADAPTIVE each action that gives memory back "
+     "runs then (so it never waits longer than N rounds), else every action runs; 0 never at "
+     "round ends (counting and logging go on; pressure cleanups have their own switch); the "
+     "NVFlare variable is read for the client role only"},
+    {RT_OPT_ADAPTIVE, "ROUNDTRIM_ADAPTIVE", NULL, RT_TYPE_BOOL, 0, 0, "true", NULL, NULL,
+     "true: on cleanup rounds each action runs only when it gives memory back (gc when "
+     "collections find garbage, trim or purge when enough freed heap is resident, the CUDA "
+     "release when the cache is large), within ROUNDTRIM_CLEANUP_BUDGET and "
+     "ROUNDTRIM_TRIM_PAUSE_MS, and every skip says why in the record; false: every action on "
+     "every cleanup round (the fixed period)"},
+    {RT_OPT_TRIM_MIN_MIB, "ROUNDTRIM_TRIM_MIN_MIB", NULL, RT_TYPE_UINT, 0, 1u << 20, "4", NULL,
+     NULL,
+     "MiB; a trim or purge runs when at least this much freed heap is resident (and "
+     "ROUNDTRIM_TRIM_MIN_PERCENT of RSS); below it the record says little_to_gain"},
+    {RT_OPT_TRIM_MIN_PERCENT, "ROUNDTRIM_TRIM_MIN_PERCENT", NULL, RT_TYPE_UINT, 0, 100, "1", NULL,
+     NULL, "percent of RSS; the other half of the trim's threshold"},
+    {RT_OPT_TRIM_PAUSE_MS, "ROUNDTRIM_TRIM_PAUSE_MS", NULL, RT_TYPE_UINT, 0, 600000, "100", NULL,
+     NULL,
+     "milliseconds; the longest a glibc trim may hold the heap (a thread that allocates waits "
+     "for it): a trim predicted to take longer is skipped (pause_limit) unless memory pressure "
+     "calls for it; 0 no limit"},
+    {RT_OPT_CLEANUP_BUDGET, "ROUNDTRIM_CLEANUP_BUDGET", NULL, RT_TYPE_UINT, 0, 100, "20", NULL,
+     NULL,
+     "percent; the most CPU time cleanups may take of the rounds' time, on average: past it the "
+     "actions wait (budget) until the rounds have earned it back; 0 no cap"},
+    {RT_OPT_CUDA_CACHE_MIN_MIB, "ROUNDTRIM_CUDA_CACHE_MIN_MIB", NULL, RT_TYPE_UINT, 0, 1u << 24,
+     "32", NULL, NULL,
+     "MiB; the CUDA release runs when PyTorch's cache and the driver's pools keep at least this "
+     "much device memory unused"},
     {RT_OPT_ROUND_SIGNAL, "ROUNDTRIM_ROUND_SIGNAL", NULL, RT_TYPE_SIGNAL, 0, 0, "SIGUSR1", NULL,
      NULL,
      "signal that marks the end of a round: a name (USR2, HUP, RTMIN+1, RTMAX-2) or a number; "
@@ -29,13 +57,18 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "first round signal is handled at once even in a program idle between rounds"},
     {RT_OPT_LOG, "ROUNDTRIM_LOG", NULL, RT_TYPE_STRING, 0, 0, NULL, NULL, "unset: no log",
      "round log, one JSON object per line: a file path (%p becomes the pid) or stderr"},
-    {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "2", "4", NULL,
-     "cap on glibc malloc arenas, set at start; 0 leaves glibc's own; MALLOC_ARENA_MAX or "
-     "GLIBC_TUNABLES glibc.malloc.arena_max always win"},
+    {RT_OPT_ARENA_MAX, "ROUNDTRIM_ARENA_MAX", NULL, RT_TYPE_UINT, 0, 1024, "0", "4", NULL,
+     "cap on glibc malloc arenas, set at start; 0 leaves glibc's own (8 per core): a cap at or "
+     "below the number of threads that allocate makes each trim hold more and, with cleanup "
+     "off, ends rounds higher; a server with many threads keeps a peak lower with 4 (one with "
+     "about 4 allocating threads should set 0); MALLOC_ARENA_MAX or GLIBC_TUNABLES "
+     "glibc.malloc.arena_max always win"},
     {RT_OPT_MMAP_THRESHOLD, "ROUNDTRIM_MMAP_THRESHOLD", NULL, RT_TYPE_UINT, 0, (uint64_t)32 << 20,
-     "0", NULL, "glibc's dynamic threshold",
-     "bytes; pins glibc's mmap threshold so that large buffers go back to the OS when freed; "
-     "MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES glibc.malloc.mmap_threshold win"},
+     "0", "1048576", "glibc's dynamic threshold",
+     "bytes; pins glibc's mmap threshold so that buffers of this size and more go back to the OS "
+     "when freed (the server's 1 MiB: the model-sized buffers of aggregation, between its "
+     "cleanups); 0 leaves glibc's dynamic threshold; MALLOC_MMAP_THRESHOLD_ or GLIBC_TUNABLES "
+     "glibc.malloc.mmap_threshold win"},
     {RT_OPT_CUDA_EMPTY_CACHE, "ROUNDTRIM_CUDA_EMPTY_CACHE", "NVFLARE_CUDA_EMPTY_CACHE",
      RT_TYPE_BOOL, 0, 0, "false", NULL, NULL,
      "on cleanup rounds also trim the CUDA memory pools and release the PyTorch CUDA cache"},
@@ -227,6 +260,18 @@ static void *field_of(struct roundtrim_config *cfg, enum roundtrim_option_id id)
         return &cfg->role;
     case RT_OPT_GC_ROUNDS:
         return &cfg->gc_rounds;
+    case RT_OPT_ADAPTIVE:
+        return &cfg->adaptive;
+    case RT_OPT_TRIM_MIN_MIB:
+        return &cfg->trim_min_mib;
+    case RT_OPT_TRIM_MIN_PERCENT:
+        return &cfg->trim_min_percent;
+    case RT_OPT_TRIM_PAUSE_MS:
+        return &cfg->trim_pause_ms;
+    case RT_OPT_CLEANUP_BUDGET:
+        return &cfg->cleanup_budget;
+    case RT_OPT_CUDA_CACHE_MIN_MIB:
+        return &cfg->cuda_cache_min_mib;
     case RT_OPT_ROUND_SIGNAL:
         return &cfg->round_signal;
     case RT_OPT_EAGER_WORKER:
@@ -477,6 +522,24 @@ void roundtrim_config_value_text(const struct roundtrim_config *cfg, enum roundt
         return;
     case RT_OPT_GC_ROUNDS:
         snprintf(buf, len, "%" PRIu64, cfg->gc_rounds);
+        return;
+    case RT_OPT_ADAPTIVE:
+        snprintf(buf, len, "%s", cfg->adaptive ? "true" : "false");
+        return;
+    case RT_OPT_TRIM_MIN_MIB:
+        snprintf(buf, len, "%" PRIu64, cfg->trim_min_mib);
+        return;
+    case RT_OPT_TRIM_MIN_PERCENT:
+        snprintf(buf, len, "%" PRIu64, cfg->trim_min_percent);
+        return;
+    case RT_OPT_TRIM_PAUSE_MS:
+        snprintf(buf, len, "%" PRIu64, cfg->trim_pause_ms);
+        return;
+    case RT_OPT_CLEANUP_BUDGET:
+        snprintf(buf, len, "%" PRIu64, cfg->cleanup_budget);
+        return;
+    case RT_OPT_CUDA_CACHE_MIN_MIB:
+        snprintf(buf, len, "%" PRIu64, cfg->cuda_cache_min_mib);
         return;
     case RT_OPT_ROUND_SIGNAL:
         name = roundtrim_signal_name(cfg->round_signal);

@@ -11,6 +11,12 @@ enum roundtrim_option_id {
     RT_OPT_DISABLE,
     RT_OPT_ROLE,
     RT_OPT_GC_ROUNDS,
+    RT_OPT_ADAPTIVE,
+    RT_OPT_TRIM_MIN_MIB,
+    RT_OPT_TRIM_MIN_PERCENT,
+    RT_OPT_TRIM_PAUSE_MS,
+    RT_OPT_CLEANUP_BUDGET,
+    RT_OPT_CUDA_CACHE_MIN_MIB,
     RT_OPT_ROUND_SIGNAL,
     RT_OPT_EAGER_WORKER,
     RT_OPT_LOG,
@@ -81,12 +87,18 @@ struct roundtrim_setting {
 struct roundtrim_config {
     bool disabled;
     enum roundtrim_role role;
-    uint64_t gc_rounds;      /* 0: never clean */
-    int round_signal;        /* 0: no signal */
-    bool eager_worker;       /* start the worker at process start, not at the first round */
-    const char *log_path;    /* NULL: no log; "stderr" for standard error */
-    uint64_t arena_max;      /* 0: leave glibc's own */
-    uint64_t mmap_threshold; /* bytes; 0: leave glibc's dynamic threshold */
+    uint64_t gc_rounds;        /* 0: never clean */
+    bool adaptive;             /* each action when it gives memory back; false: the fixed period */
+    uint64_t trim_min_mib;     /* freed heap worth a trim */
+    uint64_t trim_min_percent; /* ... and as a share of RSS */
+    uint64_t trim_pause_ms;    /* the longest a trim may hold the heap; 0: no limit */
+    uint64_t cleanup_budget;   /* percent of round time cleanups may use; 0: no cap */
+    uint64_t cuda_cache_min_mib; /* device cache worth a release */
+    int round_signal;            /* 0: no signal */
+    bool eager_worker;           /* start the worker at process start, not at the first round */
+    const char *log_path;        /* NULL: no log; "stderr" for standard error */
+    uint64_t arena_max;          /* 0: leave glibc's own */
+    uint64_t mmap_threshold;     /* bytes; 0: leave glibc's dynamic threshold */
     bool cuda_empty_cache;
     bool py_gc;
     const char *py_hook;     /* "auto", "none" or "module:qualname[,...]" */

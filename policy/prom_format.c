@@ -37,10 +37,16 @@ static void metric(struct out *o, const char *name, const char *type, const char
          o->labels, v);
 }
 
+static void metric_seconds_typed(struct out *o, const char *name, const char *type,
+                                 const char *help, uint64_t us)
+{
+    emit(o, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 ".%06" PRIu64 "\n", name, help, name,
+         type, name, o->labels, us / 1000000u, us % 1000000u);
+}
+
 static void metric_seconds(struct out *o, const char *name, const char *help, uint64_t us)
 {
-    emit(o, "# HELP %s %s\n# TYPE %s gauge\n%s{%s} %" PRIu64 ".%06" PRIu64 "\n", name, help, name,
-         name, o->labels, us / 1000000u, us % 1000000u);
+    metric_seconds_typed(o, name, "gauge", help, us);
 }
 
 /* One metric with a label of its own per value: the header once, then a line per (value, v). */
@@ -228,6 +234,9 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
                "Memory charged to the process's cgroup (page cache included).", r->cgroup_usage);
     metric_seconds(&o, "roundtrim_last_cleanup_seconds", "Duration of the last round's cleanup.",
                    r->cleanup_us);
+    metric_seconds_typed(&o, "roundtrim_cleanup_cpu_seconds_total", "counter",
+                         "CPU time cleanups took (trims, trim steps, gc and cache release).",
+                         in->cleanup_cpu_us_total);
     if (r->cuda.present) {
         metric(&o, "roundtrim_cuda_live_bytes", "gauge", "Device bytes allocated and not freed.",
                r->cuda.live_bytes);

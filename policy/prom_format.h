@@ -40,6 +40,7 @@ struct roundtrim_prom_input {
     const struct roundtrim_traffic *total;     /* cumulative since start */
     uint64_t rounds, cleanups;
     uint64_t released_bytes_total; /* sum of rss_before - rss_after over cleanups */
+    uint64_t cleanup_cpu_us_total; /* sum of the rounds' cleanup_cpu_us */
     uint64_t cuda_alloc_bytes_total, cuda_free_bytes_total;
     const struct roundtrim_diagnosis *diagnosis; /* the latest, or NULL */
     const char

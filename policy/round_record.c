@@ -127,6 +127,18 @@ void roundtrim_json_ts(struct roundtrim_json *j, const char *k, double seconds)
     put(j, "%.3f", seconds);
 }
 
+void roundtrim_json_percent(struct roundtrim_json *j, const char *k, uint64_t part, uint64_t whole)
+{
+    key(j, k);
+    if (whole == 0) {
+        put(j, "null");
+        return;
+    }
+    /* Two decimals, rounded, without floating point: 12.34 */
+    uint64_t hundredths = (part * 10000u + whole / 2) / whole;
+    put(j, "%" PRIu64 ".%02" PRIu64, hundredths / 100, hundredths % 100);
+}
+
 void roundtrim_json_object_begin(struct roundtrim_json *j, const char *k)
 {
     key(j, k);
@@ -319,10 +331,20 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
     roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
     if (r->cleanup_skipped)
         roundtrim_json_str(&j, "cleanup_skipped", r->cleanup_skipped);
+    roundtrim_json_u64(&j, "round_us", r->round_us);
+    roundtrim_json_u64(&j, "cleanup_cpu_us", r->cleanup_cpu_us);
+    roundtrim_json_percent(&j, "cleanup_cpu_percent", r->cleanup_cpu_us, r->round_us);
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_us", r->trim_us);
     else if (r->trim_skipped)
         roundtrim_json_str(&j, "trim_skipped", r->trim_skipped);
+    if (r->trim_pause_predicted_us)
+        roundtrim_json_u64(&j, "trim_pause_predicted_us", r->trim_pause_predicted_us);
+    if (r->trim_steps) {
+        roundtrim_json_u64(&j, "trim_steps", r->trim_steps);
+        roundtrim_json_u64(&j, "trim_steps_released_bytes", r->trim_steps_released_bytes);
+        roundtrim_json_u64(&j, "trim_steps_us", r->trim_steps_us);
+    }
     if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
         roundtrim_json_u64(&j, "trim_released_bytes", r->trim_released_bytes);
     if (r->gc_ran) {

@@ -56,6 +56,7 @@ struct roundtrim_memory_parts {
     uint64_t over_rss;
     uint64_t value[RT_PART_COUNT];
     const char *part_skipped[RT_PART_COUNT]; /* set for each part not measured */
+    uint32_t largest_arena_permille; /* glibc: the largest arena's share of the heap; 0 unknown */
 };
 
 /* The stable name of a part ("heap_live", ...). */
@@ -92,6 +93,12 @@ struct roundtrim_round_record {
     bool mem_limit_from_cgroup;
     unsigned actions; /* enum roundtrim_action bits, in the order they ran */
     uint64_t cleanup_us, trim_us;
+    uint64_t round_us;       /* wall time since the previous boundary (the first: since start) */
+    uint64_t cleanup_cpu_us; /* CPU time the cleanup took, its Python jobs included */
+    uint64_t trim_pause_predicted_us; /* with trim_skipped "pause_limit": the pause foreseen */
+    /* Trims taken in steps during the round (the pause limit): how many, what they returned,
+     * their time; their CPU is in cleanup_cpu_us. */
+    uint64_t trim_steps, trim_steps_released_bytes, trim_steps_us;
     const char *cleanup_skipped; /* why a due cleanup did not run at all ("exiting"), or NULL */
     bool gc_ran;
     uint64_t gc_collected, gc_us;
@@ -104,6 +111,7 @@ struct roundtrim_round_record {
     /* What each action gave back, measured around it alone: heap and pymalloc bytes gc freed,
      * resident bytes the trim or purge returned, device bytes torch's cache release returned. */
     uint64_t gc_freed_bytes, trim_released_bytes, torch_released_bytes;
+    bool memory_read; /* memory was read for this round (false: a pressure cleanup's record) */
     struct roundtrim_memory_parts memory;
     struct roundtrim_cuda_round cuda;
 };
@@ -122,6 +130,9 @@ void roundtrim_json_i64(struct roundtrim_json *j, const char *key, int64_t v);
 void roundtrim_json_str(struct roundtrim_json *j, const char *key, const char *v);
 void roundtrim_json_bool(struct roundtrim_json *j, const char *key, bool v);
 void roundtrim_json_ts(struct roundtrim_json *j, const char *key, double seconds);
+/* part as a percentage of whole with two decimals (12.34); null when whole is 0. */
+void roundtrim_json_percent(struct roundtrim_json *j, const char *key, uint64_t part,
+                            uint64_t whole);
 void roundtrim_json_object_begin(struct roundtrim_json *j, const char *key);
 void roundtrim_json_object_end(struct roundtrim_json *j);
 void roundtrim_json_array_begin(struct roundtrim_json *j, const char *key);

@@ -104,6 +104,7 @@ bool roundtrim_lifecycle_start(void)
 void roundtrim_lifecycle_start_sources(void)
 {
     const struct roundtrim_config *config = roundtrim_config();
+    roundtrim_round_clock_start();
     /* A Python program is often idle between rounds (blocked in a join, waiting on a socket)
      * when its round signal comes: a handler cannot start a thread, so the worker starts with
      * the interpreter and the first round is handled at once, with its gc. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "policy/procfs.h"
@@ -33,11 +34,45 @@ static uint64_t resident_bytes(uintptr_t start, uintptr_t end)
     return pages * (uint64_t)page;
 }
 
+#define ARENA_GROUPS 16
+
 struct arena_scan {
     struct roundtrim_map_line prev;
     bool have_prev;
     uint64_t resident;
+    /* Resident bytes per arena: a trim holds one arena's lock at a time. */
+    struct {
+        uintptr_t arena;
+        uint64_t resident;
+    } group[ARENA_GROUPS];
+    unsigned groups;
+    bool grouping_failed;
 };
+
+/* The arena a non-main heap belongs to: the first word of the heap (glibc's heap_info starts
+ * with its arena's address). Read with process_vm_readv, which fails cleanly where a direct read
+ * would fault: a heap can be unmapped by another thread at any moment. */
+static bool heap_arena(uintptr_t heap_start, uintptr_t *arena)
+{
+    struct iovec local = {arena, sizeof *arena};
+    struct iovec remote = {(void *)heap_start, sizeof *arena};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof *arena;
+}
+
+static void add_to_group(struct arena_scan *a, uintptr_t arena, uint64_t bytes)
+{
+    for (unsigned i = 0; i < a->groups; i++)
+        if (a->group[i].arena == arena) {
+            a->group[i].resident += bytes;
+            return;
+        }
+    if (a->groups < ARENA_GROUPS) {
+        a->group[a->groups].arena = arena;
+        a->group[a->groups++].resident = bytes;
+    } else {
+        a->grouping_failed = true; /* more arenas than kept: no share is claimed */
+    }
+}
 
 /* Each line is judged once the next one is known (a heap is told by what follows it). */
 static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
@@ -45,8 +80,15 @@ static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
     if (!a->have_prev)
         return;
     const struct roundtrim_map_line *m = &a->prev;
-    if ((m->brk_heap && m->writable) || roundtrim_glibc_arena_heap(m, next)) {
-        a->resident += resident_bytes(m->start, m->end);
+    bool main_heap = m->brk_heap && m->writable;
+    if (main_heap || roundtrim_glibc_arena_heap(m, next)) {
+        uint64_t bytes = resident_bytes(m->start, m->end);
+        a->resident += bytes;
+        uintptr_t arena = 0; /* the main arena's [heap] */
+        if (!main_heap && !heap_arena(m->start, &arena))
+            a->grouping_failed = true;
+        else
+            add_to_group(a, arena, bytes);
     }
 }
 
@@ -61,8 +103,9 @@ static void scan_line(struct arena_scan *a, const char *line)
 }
 
 /* glibc's arenas: their resident bytes, from /proc/self/maps and mincore (a page-table walk of
- * the arenas alone). False when the maps could not be read. */
-static bool glibc_arenas_resident(uint64_t *resident)
+ * the arenas alone), and the largest share of one arena in permille (0: not known). False when
+ * the maps could not be read. */
+static bool glibc_arenas_resident(uint64_t *resident, uint32_t *largest_permille)
 {
     int fd = roundtrim_open_read("/proc/thread-self/maps");
     if (fd < 0)
@@ -101,6 +144,12 @@ static bool glibc_arenas_resident(uint64_t *resident)
     }
     judge(&a, NULL);
     *resident = a.resident;
+    uint64_t largest = 0;
+    for (unsigned i = 0; i < a.groups; i++)
+        if (a.group[i].resident > largest)
+            largest = a.group[i].resident;
+    *largest_permille =
+        a.grouping_failed || a.resident == 0 ? 0 : (uint32_t)(largest * 1000 / a.resident);
     return ok;
 }
 
@@ -138,7 +187,7 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
             return;
         }
         uint64_t resident;
-        if (!glibc_arenas_resident(&resident)) {
+        if (!glibc_arenas_resident(&resident, &out->largest_arena_permille)) {
             out->free_skipped = "maps_unreadable";
             return;
         }

@@ -16,6 +16,9 @@ struct roundtrim_heap_parts {
     bool free_known;
     uint64_t free_resident;
     const char *free_skipped; /* "allocator_unknown", "maps_unreadable", ... */
+    /* glibc: the largest arena's share of the arenas' resident bytes, permille; 0 unknown. A
+     * trim holds one arena at a time: the pause a thread sees follows the largest. */
+    uint32_t largest_arena_permille;
 };
 
 /* total: the process's cumulative counts at the boundary. */

@@ -19,6 +19,14 @@ static inline double roundtrim_wall_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* CPU time the calling thread has used, microseconds. */
+static inline uint64_t roundtrim_thread_cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
 /* The CLOCK_MONOTONIC time ms milliseconds from now: a deadline for timed waits. */
 static inline struct timespec roundtrim_deadline_ms(uint64_t ms)
 {

@@ -16,7 +16,7 @@
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/python/hook.h"
 
-static uint64_t released_total, cuda_alloc_total, cuda_free_total;
+static uint64_t released_total, cuda_alloc_total, cuda_free_total, cleanup_cpu_total;
 static struct roundtrim_skip_counts skips;
 
 static void process_name(char *buf, size_t cap)
@@ -109,6 +109,7 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
     const struct roundtrim_config *cfg = roundtrim_config();
     if (r->rss_before > r->rss_after && r->actions)
         released_total += r->rss_before - r->rss_after;
+    cleanup_cpu_total += r->cleanup_cpu_us;
     cuda_alloc_total += r->cuda.alloc_bytes;
     cuda_free_total += r->cuda.free_bytes;
     roundtrim_skip_counts_add(&skips, r);
@@ -132,6 +133,7 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
         .rounds = rounds,
         .cleanups = cleanups,
         .released_bytes_total = released_total,
+        .cleanup_cpu_us_total = cleanup_cpu_total,
         .cuda_alloc_bytes_total = cuda_alloc_total,
         .cuda_free_bytes_total = cuda_free_total,
         .diagnosis = diagnosis,
@@ -146,6 +148,6 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
 
 void roundtrim_metrics_file_fork_child(void)
 {
-    released_total = cuda_alloc_total = cuda_free_total = 0;
+    released_total = cuda_alloc_total = cuda_free_total = cleanup_cpu_total = 0;
     skips = (struct roundtrim_skip_counts){0};
 }

@@ -34,6 +34,7 @@ static bool exec_begun;
 static bool shutdown_hook_added;
 static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
 static pid_t helper_tid;
+static uint64_t jobs_cpu_us; /* CPU time the helper spent in jobs, since start */
 
 static void init_conds(void)
 {
@@ -131,7 +132,9 @@ static void serve_one(void)
     const char *why = "finalizing";
     if (roundtrim_py_running()) {
         add_shutdown_hook();
+        uint64_t cpu0 = roundtrim_thread_cpu_us();
         why = __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ? "exiting" : cur_job(&result);
+        __atomic_add_fetch(&jobs_cpu_us, roundtrim_thread_cpu_us() - cpu0, __ATOMIC_RELAXED);
     }
     roundtrim_py.GILState_Release(gs);
     pthread_mutex_lock(&lock);
@@ -302,4 +305,9 @@ void roundtrim_py_gil_fork_child(void)
     state = IDLE;
     exiting = false; /* the child inherits the parent's threading module, our hook included */
     exec_begun = false;
+}
+
+uint64_t roundtrim_py_jobs_cpu_us(void)
+{
+    return __atomic_load_n(&jobs_cpu_us, __ATOMIC_RELAXED);
 }

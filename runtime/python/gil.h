@@ -46,6 +46,10 @@ void roundtrim_py_gil_exec(bool begun);
  * thread); the next job starts a new one. A job still running keeps it. */
 void roundtrim_py_helper_stop(void);
 
+/* The CPU time jobs have used on the helper thread since start (microseconds): a cleanup's gc
+ * and cache release count into the cleanup's cost. */
+uint64_t roundtrim_py_jobs_cpu_us(void);
+
 /* In a fork child: the helper thread is gone; forget it. */
 void roundtrim_py_gil_fork_child(void);
 

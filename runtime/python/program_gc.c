@@ -13,19 +13,41 @@ static long seen;
 static long latest = -1;
 static bool baseline_taken; /* read and written with the GIL held */
 
-/* gc.get_stats()[2]["collections"], when the program imported gc; -1 otherwise. */
-static long full_collections(void)
+/* All collections (every generation) and the objects they found: at the last mark (ours
+ * excluded) and at the latest reading. */
+static long all_seen, found_seen, all_latest = -1, found_latest;
+
+/* One generation's entry of gc.get_stats(); -1 when it cannot be read. */
+static long stat_of(py_object *stats, int generation, const char *key)
+{
+    py_object *gen = P.Sequence_GetItem(stats, generation);
+    py_object *n = gen ? P.Dict_GetItemString(gen, key) : NULL; /* borrowed */
+    long v = n ? P.Long_AsLong(n) : -1;
+    if (gen)
+        P.DecRef(gen);
+    return v;
+}
+
+/* gc.get_stats()[2]["collections"], when the program imported gc; -1 otherwise. With all and
+ * found: the collections of every generation, and the objects they collected. */
+static long full_collections_all(long *all, long *found)
 {
     py_object *gc = roundtrim_py_sys_module("gc");
     if (!gc || !P.Sequence_GetItem)
         return -1;
     py_object *fn = P.Object_GetAttrString(gc, "get_stats");
     py_object *stats = fn ? P.Object_CallObject(fn, NULL) : NULL;
-    py_object *oldest = stats ? P.Sequence_GetItem(stats, 2) : NULL;
-    py_object *n = oldest ? P.Dict_GetItemString(oldest, "collections") : NULL; /* borrowed */
-    long count = n ? P.Long_AsLong(n) : -1;
-    if (oldest)
-        P.DecRef(oldest);
+    long count = stats ? stat_of(stats, 2, "collections") : -1;
+    long a = 0, f = 0;
+    for (int g = 0; stats && g < 3 && a >= 0 && f >= 0; g++) {
+        long c = stat_of(stats, g, "collections"), o = stat_of(stats, g, "collected");
+        a = c < 0 ? -1 : a + c;
+        f = o < 0 ? -1 : f + o;
+    }
+    if (all && found) {
+        *all = a;
+        *found = f;
+    }
     if (stats)
         P.DecRef(stats);
     if (fn)
@@ -37,16 +59,23 @@ static long full_collections(void)
 
 static const char *read_job(struct roundtrim_py_result *out)
 {
-    long n = full_collections();
+    long all = -1, found = 0;
+    long n = full_collections_all(&all, &found);
     if (n < 0)
         return "no_gc_module";
     out->count = (uint64_t)n;
+    out->us = all < 0 ? UINT64_MAX : (uint64_t)all;
+    out->bytes = found < 0 ? 0 : (uint64_t)found;
     /* The first reading with no hook attached before it is the starting point: the collections
      * of startup and imports are not the program's cleanup of round 1. */
     if (!baseline_taken) {
         baseline_taken = true;
         if (n > seen)
             seen = n;
+        if (all >= 0) {
+            all_seen = all;
+            found_seen = found;
+        }
     }
     return NULL;
 }
@@ -59,12 +88,22 @@ bool roundtrim_python_program_collected(const char **unreachable)
         roundtrim_py_with_gil(read_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS, ROUNDTRIM_PY_GIL_WAIT_MS);
     if (!why) {
         latest = (long)res.count;
+        all_latest = res.us == UINT64_MAX ? -1 : (long)res.us;
+        found_latest = (long)res.bytes;
         return latest > seen;
     }
-    latest = -1;
+    latest = all_latest = -1;
     if (strcmp(why, "no_gc_module") != 0)
         *unreachable = why;
     return false;
+}
+
+bool roundtrim_python_gc_evidence(uint64_t *collected)
+{
+    if (all_latest < 0 || all_latest <= all_seen)
+        return false;
+    *collected = found_latest > found_seen ? (uint64_t)(found_latest - found_seen) : 0;
+    return true;
 }
 
 void roundtrim_python_gc_baseline(void)
@@ -72,14 +111,25 @@ void roundtrim_python_gc_baseline(void)
     if (baseline_taken)
         return;
     baseline_taken = true;
-    long n = full_collections();
+    long all = -1, found = 0;
+    long n = full_collections_all(&all, &found);
     if (n > seen)
         seen = n;
+    if (all >= 0) {
+        all_seen = all;
+        found_seen = found;
+    }
 }
 
-void roundtrim_python_gc_mark(bool ran, const char *skipped)
+void roundtrim_python_gc_mark(bool ran, const char *skipped, uint64_t collected)
 {
     bool ours = ran || (skipped && strcmp(skipped, "job_timeout") == 0);
     if (latest >= 0)
         seen = latest + (ours ? 1 : 0);
+    /* Our own collection is no evidence of the program's garbage: it is counted into the
+     * starting point (one a job still running adds is seen as the program's once). */
+    if (all_latest >= 0) {
+        all_seen = all_latest + (ours ? 1 : 0);
+        found_seen = found_latest + (ran ? (long)collected : 0);
+    }
 }

@@ -6,6 +6,7 @@
 #define ROUNDTRIM_RUNTIME_PYTHON_PROGRAM_GC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* True when a full collection ran since the last call of roundtrim_python_gc_mark(). Takes the
  * GIL on roundtrim's helper thread (worker only). False when it cannot tell: the program never
@@ -19,8 +20,15 @@ bool roundtrim_python_program_collected(const char **unreachable);
  * news to round 1. */
 void roundtrim_python_gc_baseline(void);
 
-/* After the cleanup's gc step: what ran is no longer news. ran: our own collection ran; skipped:
- * why it did not ("job_timeout": it runs on, and counts as ours when it ends). */
-void roundtrim_python_gc_mark(bool ran, const char *skipped);
+/* Whether the interpreter's own collections (any generation, the program's gc.collect() calls
+ * included) ran between the last mark and the last reading of roundtrim_python_program_collected;
+ * if so, *collected is the objects they found: cycles the program makes. False when none ran
+ * (automatic collection off) or the reading failed: no evidence either way. */
+bool roundtrim_python_gc_evidence(uint64_t *collected);
+
+/* After the cleanup's gc step: what ran is no longer news. ran: our own collection ran, finding
+ * collected objects; skipped: why it did not ("job_timeout": it runs on, and counts as ours when
+ * it ends). */
+void roundtrim_python_gc_mark(bool ran, const char *skipped, uint64_t collected);
 
 #endif

@@ -39,6 +39,7 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     s->program_gc = r->gc_skipped && strcmp(r->gc_skipped, "program_gc") == 0;
     s->gc_collected = r->gc_collected;
     s->gc_freed = r->gc_freed_bytes;
+    s->trim_ran = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
     s->trim_released = r->trim_released_bytes;
     s->device_released = r->torch_released_bytes + r->cuda_pool_trim_bytes;
 }
@@ -57,7 +58,6 @@ static void write_record(void)
         .sites = cfg->sites,
         .python = roundtrim_python_found(),
         .allocator = roundtrim_allocator_name(),
-        .arena_max = cfg->arena_max,
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
     have_latest = true;

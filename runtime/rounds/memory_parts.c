@@ -58,6 +58,7 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
         m->value[RT_PART_HEAP_LIVE] = heap.live;
     else
         skip(m, RT_PART_HEAP_LIVE, heap.live_skipped);
+    m->largest_arena_permille = heap.largest_arena_permille;
     if (heap.free_known)
         m->value[RT_PART_HEAP_FREE] = heap.free_resident;
     else

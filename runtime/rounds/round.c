@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "policy/cleanup_policy.h"
 #include "policy/pressure.h"
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
@@ -80,54 +81,225 @@ static uint64_t below(uint64_t before, uint64_t now)
     return before > now ? before - now : 0;
 }
 
+static struct roundtrim_policy_state policy;
+static uint32_t largest_arena_permille; /* from the latest round's memory */
+
+/* Trims in steps, between round ends (see trim_step_maybe). */
+static struct {
+    int64_t freed_base;                /* the process's net freed heap bytes at the last trim */
+    uint64_t count, released, us, cpu; /* since the last round record */
+} steps;
+
+/* Freed minus handed-out bytes since the process started (negative while the heap grows). */
+static int64_t net_freed_now(void)
+{
+    struct roundtrim_traffic t;
+    roundtrim_counters_total(&t);
+    return (int64_t)(t.free_bytes - t.malloc_bytes);
+}
+
+static void policy_settings(struct roundtrim_policy_settings *set)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    set->adaptive = cfg->adaptive;
+    set->trim_min_bytes = cfg->trim_min_mib << 20;
+    set->trim_min_percent = cfg->trim_min_percent;
+    set->device_min_bytes = cfg->cuda_cache_min_mib << 20;
+    set->budget_percent = cfg->cleanup_budget;
+    set->pause_us = cfg->trim_pause_ms * 1000u;
+}
+
+/* A measured part of the round's memory, when the round has one. */
+static bool part_known(const struct roundtrim_round_record *r, enum roundtrim_mem_part p)
+{
+    return r->memory_read && !r->memory.skipped && !r->memory.part_skipped[p];
+}
+
+/* What the policy judges by: the round's memory, read before the cleanup. */
+static void policy_inputs(const struct roundtrim_round_record *r, bool pressure,
+                          struct roundtrim_policy_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->pressure = pressure;
+    in->rss = r->rss_before;
+    in->heap_free_known = part_known(r, RT_PART_HEAP_FREE);
+    in->heap_free = r->memory.value[RT_PART_HEAP_FREE];
+    in->largest_arena_permille = r->memory.largest_arena_permille;
+    in->trim_possible = roundtrim_allocator_kind() != RT_ALLOC_OTHER;
+    in->trim_pauses = roundtrim_allocator_kind() == RT_ALLOC_GLIBC;
+    in->device_known = part_known(r, RT_PART_DEVICE_CACHED);
+    in->device_cached = r->memory.value[RT_PART_DEVICE_CACHED];
+}
+
+/* Something given back: a MiB at least (a trim that meets no free page still shaves a few). */
+#define GAVE_BACK_BYTES (1u << 20)
+
+static void run_gc(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
+                   struct roundtrim_policy_inputs *in, struct roundtrim_policy_plan *plan)
+{
+    /* The policy reads the interpreter's own collections first: what the program already did
+     * since the last cleanup is not done twice, and what they found tells whether cycles are
+     * being made. The fixed period collects whatever it will find. */
+    const char *unreachable = NULL;
+    bool collected = false;
+    if (set->adaptive && !in->pressure) {
+        collected = roundtrim_python_program_collected(&unreachable);
+        in->gc_evidence = roundtrim_python_gc_evidence(&in->gc_collected);
+    }
+    roundtrim_policy_decide(&policy, set, in, plan);
+    if (collected) {
+        r->gc_skipped = "program_gc";
+    } else if (unreachable) {
+        r->gc_skipped = unreachable;
+    } else if (!plan->run[RT_CLEAN_GC]) {
+        r->gc_skipped = plan->skipped[RT_CLEAN_GC];
+    } else {
+        uint64_t live = roundtrim_memory_live_now();
+        uint64_t cpu = roundtrim_py_jobs_cpu_us();
+        if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
+            r->gc_ran = true;
+            r->actions |= RT_ACT_GC;
+            r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
+            roundtrim_policy_learn(&policy, set, RT_CLEAN_GC, r->gc_collected > 0,
+                                   roundtrim_py_jobs_cpu_us() - cpu, r->gc_us, 0);
+        }
+    }
+    roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped, r->gc_collected);
+}
+
+static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
+                     const struct roundtrim_policy_inputs *in,
+                     const struct roundtrim_policy_plan *plan)
+{
+    if (set->adaptive && !in->pressure && roundtrim_program_trim_count() != program_trims_seen &&
+        roundtrim_allocator_kind() == RT_ALLOC_GLIBC) {
+        r->trim_skipped = "program_trim"; /* the program trimmed since: nothing left to return */
+    } else if (!plan->run[RT_CLEAN_TRIM]) {
+        r->trim_skipped = plan->skipped[RT_CLEAN_TRIM];
+        r->trim_pause_predicted_us = plan->predicted_pause_us;
+    } else {
+        uint64_t rss = roundtrim_rss_bytes();
+        uint64_t cpu = roundtrim_thread_cpu_us();
+        r->actions |= roundtrim_allocator_release(&r->trim_us);
+        r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
+        if (!roundtrim_allocator_counts_skipped())
+            steps.freed_base = net_freed_now();
+        if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
+            roundtrim_policy_learn(&policy, set, RT_CLEAN_TRIM,
+                                   r->trim_released_bytes >= GAVE_BACK_BYTES,
+                                   roundtrim_thread_cpu_us() - cpu, r->trim_us,
+                                   in->heap_free_known ? in->heap_free : 0);
+    }
+    program_trims_seen = roundtrim_program_trim_count(); /* ours included */
+}
+
+static void run_device(struct roundtrim_round_record *r,
+                       const struct roundtrim_policy_settings *set,
+                       const struct roundtrim_policy_plan *plan)
+{
+    if (!plan->run[RT_CLEAN_DEVICE]) {
+        r->torch_empty_cache_skipped = r->cuda_pool_trim_skipped = plan->skipped[RT_CLEAN_DEVICE];
+        return;
+    }
+    uint64_t cpu = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us();
+    uint64_t t0 = roundtrim_now_us();
+    uint64_t device = roundtrim_memory_device_now();
+    const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
+    if (!why) {
+        r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
+        r->torch_released_bytes = below(device, roundtrim_memory_device_now());
+    } else
+        r->torch_empty_cache_skipped = roundtrim_python_torch_news(why);
+    why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
+    if (!why)
+        r->actions |= RT_ACT_CUDA_POOL_TRIM;
+    else
+        r->cuda_pool_trim_skipped = roundtrim_skip_news(why);
+    if (r->actions & (RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUDA_POOL_TRIM))
+        roundtrim_policy_learn(&policy, set, RT_CLEAN_DEVICE,
+                               r->torch_released_bytes + r->cuda_pool_trim_bytes >= GAVE_BACK_BYTES,
+                               roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu,
+                               roundtrim_now_us() - t0, 0);
+}
+
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then
- * the device caches. */
-static void cleanup(struct roundtrim_round_record *r)
+ * the device caches. Each runs when the policy finds it worth it (always under pressure); the
+ * CPU it all took, the helper thread's Python jobs included, is charged to the budget. */
+static void cleanup(struct roundtrim_round_record *r, bool pressure)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t t0 = roundtrim_now_us();
-    if (gc_due()) {
-        /* What the program already did since the last cleanup is not done twice. */
-        const char *unreachable;
-        if (roundtrim_python_program_collected(&unreachable)) {
-            r->gc_skipped = "program_gc";
-        } else if (unreachable) {
-            r->gc_skipped = unreachable;
-        } else {
-            uint64_t live = roundtrim_memory_live_now();
-            if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
-                r->gc_ran = true;
-                r->actions |= RT_ACT_GC;
-                r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
-            }
-        }
-        roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped);
-    }
-    if (roundtrim_program_trim_count() != program_trims_seen &&
-        roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
-        r->trim_skipped = "program_trim";
-    else {
-        uint64_t rss = roundtrim_rss_bytes();
-        r->actions |= roundtrim_allocator_release(&r->trim_us);
-        r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
-    }
-    program_trims_seen = roundtrim_program_trim_count(); /* ours included */
-    if (cfg->cuda_empty_cache) {
-        uint64_t device = roundtrim_memory_device_now();
-        const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
-        if (!why) {
-            r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
-            r->torch_released_bytes = below(device, roundtrim_memory_device_now());
-        } else
-            r->torch_empty_cache_skipped = roundtrim_python_torch_news(why);
-        why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
-        if (!why)
-            r->actions |= RT_ACT_CUDA_POOL_TRIM;
-        else
-            r->cuda_pool_trim_skipped = roundtrim_skip_news(why);
-    }
+    uint64_t cpu0 = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us();
+    struct roundtrim_policy_settings set;
+    struct roundtrim_policy_inputs in;
+    struct roundtrim_policy_plan plan;
+    policy_settings(&set);
+    policy_inputs(r, pressure, &in);
+    if (gc_due())
+        run_gc(r, &set, &in, &plan);
+    else
+        roundtrim_policy_decide(&policy, &set, &in, &plan);
+    run_trim(r, &set, &in, &plan);
+    if (cfg->cuda_empty_cache)
+        run_device(r, &set, &plan);
     r->cleanup_us = roundtrim_now_us() - t0;
+    r->cleanup_cpu_us = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu0;
+    roundtrim_policy_charge(&policy, r->cleanup_cpu_us);
     cleanups++;
+}
+
+/* The trim steps taken since the previous record belong to this round: its CPU, and what they
+ * returned. */
+static void steps_into_record(struct roundtrim_round_record *r)
+{
+    r->trim_steps = steps.count;
+    r->trim_steps_released_bytes = steps.released;
+    r->trim_steps_us = steps.us;
+    r->cleanup_cpu_us += steps.cpu;
+    steps.count = steps.released = steps.us = steps.cpu = 0;
+}
+
+/* glibc holds an arena's lock for the whole of its part of a trim, so a round end that meets a
+ * large freed heap at once would hold the program's threads past ROUNDTRIM_TRIM_PAUSE_MS. The
+ * worker's samples (every 100 ms once rounds began) watch the heap freed since the last trim,
+ * from the counters (no walk, no lock), and trim as soon as a trim of it would take half the
+ * limit: many short holds instead of one long one, where the program frees as it goes (a burst
+ * of frees between two samples is the round end's to judge). Round lock held. */
+static void trim_step_maybe(void)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    if (!cfg->adaptive || cfg->gc_rounds == 0 || cfg->trim_pause_ms == 0 ||
+        roundtrim_allocator_kind() != RT_ALLOC_GLIBC || roundtrim_allocator_counts_skipped() ||
+        policy.trim_rate == 0 || (cfg->cleanup_budget > 0 && policy.credit_us < 0))
+        return;
+    int64_t net = net_freed_now();
+    if (net <= steps.freed_base) {
+        if (net < steps.freed_base)
+            steps.freed_base = net; /* the heap grew back over what was freed: nothing is free */
+        return;
+    }
+    uint64_t freed = (uint64_t)(net - steps.freed_base);
+    uint64_t share = largest_arena_permille ? largest_arena_permille : 1000;
+    uint64_t pause = policy.trim_rate * (freed >> 20) / 1000 * share;
+    /* Under half the limit: wait for more. Over it: this trim would hold too long itself (a
+     * burst of frees between two samples); the round's end decides, and says so. */
+    if (pause < cfg->trim_pause_ms * 1000u / 2 || pause > cfg->trim_pause_ms * 1000u)
+        return;
+    struct roundtrim_policy_settings set;
+    policy_settings(&set);
+    uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
+    if (!roundtrim_allocator_release(&us))
+        return;
+    uint64_t released = below(rss, roundtrim_rss_bytes());
+    uint64_t spent = roundtrim_thread_cpu_us() - cpu;
+    roundtrim_policy_learn(&policy, &set, RT_CLEAN_TRIM, released >= GAVE_BACK_BYTES, spent, us,
+                           freed);
+    roundtrim_policy_charge(&policy, spent);
+    steps.freed_base = net_freed_now();
+    steps.count++;
+    steps.released += released;
+    steps.us += us;
+    steps.cpu += spent;
 }
 
 /* A due cleanup once the process is ending: nothing runs (the libraries it would call are being
@@ -175,6 +347,9 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
         uint64_t t0 = roundtrim_now_us();
         roundtrim_memory_parts_read(&r->memory, &s->traffic, &r->cuda);
         r->memory.read_us = roundtrim_now_us() - t0;
+        r->memory_read = true;
+        if (r->memory.largest_arena_permille)
+            largest_arena_permille = r->memory.largest_arena_permille;
     }
 }
 
@@ -189,6 +364,22 @@ static void finish(struct roundtrim_round_record *r)
         __atomic_add_fetch(&rounds_unwritten, 1, __ATOMIC_RELEASE);
     roundtrim_diagnose_round(r);
     roundtrim_metrics_file_update(r, r->round, cleanups, roundtrim_diagnose_latest());
+}
+
+/* The wall time from the previous boundary (the first: from the library's start) to this one. */
+static double prev_boundary_wall;
+
+void roundtrim_round_clock_start(void)
+{
+    prev_boundary_wall = roundtrim_wall_seconds();
+}
+
+static uint64_t round_time_us(double wall)
+{
+    double d = prev_boundary_wall > 0 && wall > prev_boundary_wall ? wall - prev_boundary_wall : 0;
+    if (wall > prev_boundary_wall)
+        prev_boundary_wall = wall;
+    return (uint64_t)(d * 1e6);
 }
 
 /* Whether one of the rounds round_no+1 .. last_round is a cleanup round. */
@@ -210,6 +401,12 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
     r.source = roundtrim_source_name(s->src);
     r.hook = s->src == ROUNDTRIM_SRC_PYTHON ? s->label : NULL;
     measure(&r, s);
+    r.round_us = round_time_us(s->wall_s);
+    if (roundtrim_config()->adaptive) {
+        struct roundtrim_policy_settings set;
+        policy_settings(&set);
+        roundtrim_policy_round_time(&policy, &set, r.round_us);
+    }
     /* Said by the first round marked otherwise than by that signal (a round by signal recorded
      * now was marked before), or else by the exit record without a line on stderr: programs
      * commonly restore the default action while they finalize. */
@@ -220,8 +417,9 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
         if (__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
             cleanup_skipped_at_exit(&r);
         else
-            cleanup(&r);
+            cleanup(&r, false);
     }
+    steps_into_record(&r);
     finish(&r);
     /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
     if (!(exit_inline && exit_async))
@@ -309,7 +507,7 @@ static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
         return;
     }
     r.rss_before = roundtrim_rss_bytes();
-    cleanup(&r);
+    cleanup(&r, true);
     r.rss_after = roundtrim_rss_bytes();
     pressure_record("clean", lim, &r);
     pthread_mutex_unlock(&round_lock);
@@ -322,6 +520,11 @@ void roundtrim_round_sample(void)
         return;
     if (roundtrim_rss_peak_sampling())
         roundtrim_rss_peak_sample();
+    if (roundtrim_boundaries_seen() > 0 && pthread_mutex_trylock(&round_lock) == 0) {
+        if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+            trim_step_maybe();
+        pthread_mutex_unlock(&round_lock);
+    }
     if (!periodic_wanted(cfg))
         return;
     uint64_t now = roundtrim_now_us();
@@ -477,6 +680,9 @@ void roundtrim_round_fork_child(void)
     roundtrim_diagnose_fork_child();
     memset(&last, 0, sizeof last);
     memset(&pressure, 0, sizeof pressure);
+    memset(&policy, 0, sizeof policy);
+    memset(&steps, 0, sizeof steps);
+    prev_boundary_wall = roundtrim_wall_seconds();
     exiting = exit_begun = in_round = exit_async = false;
     round_no = cleanups = rounds_unwritten = 0;
     last_round_us = roundtrim_now_us();

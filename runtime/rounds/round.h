@@ -37,4 +37,7 @@ bool roundtrim_round_exit_wanted(void);
 
 void roundtrim_round_fork_child(void);
 
+/* Starts the clock of the first round (its round_us, and the cleanup budget it earns). */
+void roundtrim_round_clock_start(void);
+
 #endif

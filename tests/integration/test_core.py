@@ -27,7 +27,9 @@ def test_round_counts_are_exact(run_shim, allocator):
     preload = str(LIB) if allocator == "glibc" else f"{LIB} {JEMALLOC}"
     if allocator == "jemalloc" and not os.path.exists(JEMALLOC):
         pytest.skip("libjemalloc2 is not installed")
-    res = run_shim([prog("alloc_counts")], env={"LD_PRELOAD": preload})
+    # The fixed period: every round trims or purges, whatever it returns.
+    res = run_shim([prog("alloc_counts")], env={"LD_PRELOAD": preload,
+                                                "ROUNDTRIM_ADAPTIVE": "false"})
     assert res.returncode == 0, res.stderr
     want = expected_counts(res)
     got = {r["round"]: r for r in res.rounds}
@@ -47,17 +49,23 @@ def test_round_counts_are_exact(run_shim, allocator):
 
 
 def test_cleanup_every_n_rounds_from_nvflare_variable(run_shim):
-    res = run_shim([prog("alloc_counts")], env={"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2"})
+    res = run_shim([prog("alloc_counts")], env={"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2",
+                                                "ROUNDTRIM_ADAPTIVE": "false"})
     assert res.returncode == 0
     assert [r["cleanup"] for r in res.rounds] == [[], ["trim"], [], ["trim"]]
     start = res.records[0]
     assert start["settings"]["ROUNDTRIM_GC_ROUNDS"] == {
         "value": "2", "source": "NVFLARE_CLIENT_MEMORY_GC_ROUNDS"}
+    # The policy looks at the same rounds only: the others have nothing to skip.
+    res = run_shim([prog("alloc_counts")], env={"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "2"})
+    assert [("trim" in r["cleanup"] or "trim_skipped" in r) for r in res.rounds] == [
+        False, True, False, True]
 
 
 def test_server_role_cleans_every_fifth_round_and_ignores_client_variable(run_shim):
     res = run_shim([prog("signal_chain"), "6", "none"],
-                   env={"ROUNDTRIM_ROLE": "server", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "1"})
+                   env={"ROUNDTRIM_ROLE": "server", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS": "1",
+                        "ROUNDTRIM_ADAPTIVE": "false"})
     assert res.returncode == 0
     cleaned = [r["round"] for r in res.rounds if r["cleanup"]]
     assert len(res.rounds) == 6 and cleaned == [5]
@@ -73,7 +81,8 @@ def test_zero_disables_cleanup_but_not_records(run_shim):
 
 @pytest.mark.parametrize("value", ["abc", "-3", "99999999999999999999", "1.5"])
 def test_bad_interval_warns_once_and_keeps_default(run_shim, value):
-    res = run_shim([prog("alloc_counts")], env={"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": value})
+    res = run_shim([prog("alloc_counts")], env={"NVFLARE_CLIENT_MEMORY_GC_ROUNDS": value,
+                                                "ROUNDTRIM_ADAPTIVE": "false"})
     assert res.returncode == 0
     lines = [l for l in res.stderr.splitlines() if l.startswith("roundtrim:")]
     assert lines == [

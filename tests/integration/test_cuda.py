@@ -41,6 +41,9 @@ def cuda_env(**extra):
         "FAKECUDA_FAIL_ALLOC_OVER": str(64 * MiB),
         "FAKECUDA_REPORT": "1",
         "ROUNDTRIM_GC_ROUNDS": "1",
+        # The release's mechanics, every round: the policy's thresholds are tested apart
+        # (test_cleanup_policy.py).
+        "ROUNDTRIM_ADAPTIVE": "false",
     }
     env.update({k: str(v) for k, v in extra.items()})
     return env

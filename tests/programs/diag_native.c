@@ -9,6 +9,12 @@
  *   outside   maps 8 MiB of anonymous memory with mmap each round and keeps it (no malloc)
  *   flat      allocates and frees 32 MiB each round (nothing kept)
  *   mixed     keeps 3 MiB of malloc blocks and maps 3 MiB with mmap each round
+ *   gradual   builds 160 MiB of 64 KiB blocks, then frees seven in eight of them in 16 batches
+ *             PAUSE_MS/4 apart; the survivors live until the next round's blocks are placed, so
+ *             the freed memory stays in the heap between them
+ *   pinned    in round 1 builds 32 MiB of 1 KiB blocks and frees every other one, then only
+ *             waits: 16 MiB counted free, but every page holds live blocks, so no trim can
+ *             return any of it
  *
  * Rounds end with roundtrim_round_end() when roundtrim is preloaded, PAUSE_MS (30) apart. Prints
  * one line per round with its RSS. */
@@ -68,6 +74,41 @@ static void fragment(int round)
     }
 }
 
+static void pin_once(void)
+{
+    enum { N = 32768 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(1000);
+        touch(blocks[i], 1000);
+    }
+    for (int i = 1; i < N; i += 2)
+        free(blocks[i]);
+}
+
+static void free_gradually(useconds_t pause_us)
+{
+    enum { N = 2560, BATCHES = 16 };
+    static void *blocks[N], *survivors[N / 8];
+    static int kept;
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(64 * 1024);
+        touch(blocks[i], 64 * 1024);
+    }
+    for (int i = 0; i < kept; i++)
+        free(survivors[i]); /* the previous round's, once this round's blocks are placed */
+    kept = 0;
+    for (int b = 0; b < BATCHES; b++) {
+        for (int i = b; i < N; i += BATCHES) {
+            if (i % 8 == 7)
+                survivors[kept++] = blocks[i];
+            else
+                free(blocks[i]);
+        }
+        usleep(pause_us / 4);
+    }
+}
+
 static void churn(void)
 {
     enum { N = 8192 };
@@ -83,7 +124,8 @@ static void churn(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed [ROUNDS [PAUSE_MS]]\n");
+        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned "
+                        "[ROUNDS [PAUSE_MS]]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -103,6 +145,11 @@ int main(int argc, char **argv)
         } else if (strcmp(mode, "mixed") == 0) {
             keep_small(3 * MiB);
             keep_mapped(3 * MiB);
+        } else if (strcmp(mode, "gradual") == 0) {
+            free_gradually(pause_us);
+        } else if (strcmp(mode, "pinned") == 0) {
+            if (r == 1)
+                pin_once();
         } else {
             fprintf(stderr, "diag_native: unknown mode %s\n", mode);
             return 2;

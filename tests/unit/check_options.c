@@ -72,7 +72,11 @@ START_TEST(defaults_are_the_client_role)
     ck_assert(!cfg.disabled);
     ck_assert_int_eq(cfg.role, RT_ROLE_CLIENT);
     ck_assert_uint_eq(cfg.gc_rounds, 1);
-    ck_assert_uint_eq(cfg.arena_max, 2);
+    ck_assert_uint_eq(cfg.arena_max, 0);
+    ck_assert_uint_eq(cfg.mmap_threshold, 0);
+    ck_assert(cfg.adaptive);
+    ck_assert_uint_eq(cfg.cleanup_budget, 20);
+    ck_assert_uint_eq(cfg.trim_pause_ms, 100);
     ck_assert_int_eq(cfg.round_signal, SIGUSR1);
     ck_assert_ptr_null(cfg.log_path);
     ck_assert_uint_eq(cfg.warning_count, 0);
@@ -88,6 +92,7 @@ START_TEST(server_role_cleans_every_fifth_round_with_four_arenas)
     load(env);
     ck_assert_uint_eq(cfg.gc_rounds, 5);
     ck_assert_uint_eq(cfg.arena_max, 4);
+    ck_assert_uint_eq(cfg.mmap_threshold, 1u << 20);
 }
 END_TEST
 

@@ -71,7 +71,8 @@ START_TEST(round_record_has_every_key_in_order)
                           "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
                           "\"other_anon\":0,\"file\":0,\"shmem\":0,\"device_live\":0,"
                           "\"device_cached\":0,\"over_rss\":0,\"read_us\":0},"
-                          "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"trim_us\":5,"
+                          "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"round_us\":0,"
+                          "\"cleanup_cpu_us\":0,\"cleanup_cpu_percent\":null,\"trim_us\":5,"
                           "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
                           "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
 }
@@ -214,7 +215,8 @@ START_TEST(prometheus_text_has_help_type_and_labels)
                                       .total = &total,
                                       .rounds = 7,
                                       .cleanups = 7,
-                                      .released_bytes_total = 1234};
+                                      .released_bytes_total = 1234,
+                                      .cleanup_cpu_us_total = 2500000};
     char buf[8192];
     size_t n = roundtrim_prom_format(&in, buf, sizeof buf);
     ck_assert_uint_gt(n, 0);
@@ -225,6 +227,10 @@ START_TEST(prometheus_text_has_help_type_and_labels)
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_last_cleanup_seconds{pid=\"42\",role=\"client\","
                                       "process=\"py\\\"thon\",framework=\"none\"} 0.000012\n"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_released_bytes_total{"));
+    ck_assert_ptr_nonnull(strstr(buf, "# TYPE roundtrim_cleanup_cpu_seconds_total counter\n"
+                                      "roundtrim_cleanup_cpu_seconds_total{pid=\"42\","
+                                      "role=\"client\",process=\"py\\\"thon\","
+                                      "framework=\"none\"} 2.500000\n"));
     ck_assert_ptr_null(strstr(buf, "cuda"));
     ck_assert_ptr_nonnull(strstr(buf, "roundtrim_malloc_calls_total{"));
     ck_assert_uint_eq(roundtrim_prom_format(&in, buf, 100), 0);

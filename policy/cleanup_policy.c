@@ -1,0 +1,181 @@
+#include "policy/cleanup_policy.h"
+
+#include <stddef.h>
+
+#define MIB (1024u * 1024u)
+
+/* Runs in a row that gave nothing back before an action backs off. */
+#define FRUITLESS_TO_BACK_OFF 2
+/* Cleanup rounds between two tries of a backed-off action: doubling from the first to the last. */
+#define PROBE_GAP_FIRST 4
+#define PROBE_GAP_LAST  64
+/* The budget keeps at most this many rounds' worth of unspent credit. */
+#define CREDIT_ROUNDS 10
+
+const char *roundtrim_clean_action_name(enum roundtrim_clean_action a)
+{
+    switch (a) {
+    case RT_CLEAN_GC:
+        return "gc";
+    case RT_CLEAN_TRIM:
+        return "trim";
+    case RT_CLEAN_DEVICE:
+        return "device";
+    case RT_CLEAN_COUNT:
+        break;
+    }
+    return "?";
+}
+
+static bool backed_off(const struct roundtrim_action_history *h)
+{
+    return h->probe_gap > 0;
+}
+
+/* A backed-off action comes back for one try when its gap has passed, or when its measure grew
+ * by the threshold since it backed off (the program began to free differently). */
+static bool try_again(struct roundtrim_action_history *h, bool measured, uint64_t measure,
+                      uint64_t threshold)
+{
+    h->considered++;
+    if (h->considered >= h->probe_gap)
+        return true;
+    return measured && measure >= h->measure_at_off + threshold;
+}
+
+static uint64_t trim_threshold(const struct roundtrim_policy_settings *set, uint64_t rss)
+{
+    uint64_t share = rss / 100 * set->trim_min_percent;
+    return share > set->trim_min_bytes ? share : set->trim_min_bytes;
+}
+
+static const char *decide_trim(struct roundtrim_policy_state *st,
+                               const struct roundtrim_policy_settings *set,
+                               const struct roundtrim_policy_inputs *in, uint64_t *pause)
+{
+    struct roundtrim_action_history *h = &st->act[RT_CLEAN_TRIM];
+    if (!in->heap_free_known)
+        return NULL; /* nothing to judge by: the period decides */
+    uint64_t threshold = trim_threshold(set, in->rss);
+    if (backed_off(h) && !try_again(h, true, in->heap_free, threshold))
+        return "no_yield";
+    if (in->heap_free < threshold)
+        return "little_to_gain";
+    if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
+        /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
+        uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
+        *pause = st->trim_rate * (in->heap_free / MIB) / 1000 * share;
+        if (*pause > set->pause_us)
+            return "pause_limit";
+    }
+    return NULL;
+}
+
+static const char *decide_gc(struct roundtrim_policy_state *st,
+                             const struct roundtrim_policy_inputs *in)
+{
+    struct roundtrim_action_history *h = &st->act[RT_CLEAN_GC];
+    if (h->runs == 0 || h->last_gave)
+        return NULL;
+    if (in->gc_evidence) {
+        /* The interpreter's own collections say whether cycles are being made. */
+        if (in->gc_collected > 0)
+            return NULL;
+        return "no_garbage";
+    }
+    /* No collections of its own (automatic gc off): ours tell, with backing off. */
+    if (backed_off(h) && !try_again(h, false, 0, 0))
+        return "no_yield";
+    return NULL;
+}
+
+static const char *decide_device(struct roundtrim_policy_state *st,
+                                 const struct roundtrim_policy_settings *set,
+                                 const struct roundtrim_policy_inputs *in)
+{
+    struct roundtrim_action_history *h = &st->act[RT_CLEAN_DEVICE];
+    if (!in->device_known)
+        return NULL;
+    if (backed_off(h) && !try_again(h, true, in->device_cached, set->device_min_bytes))
+        return "no_yield";
+    if (in->device_cached < set->device_min_bytes)
+        return "little_to_gain";
+    return NULL;
+}
+
+void roundtrim_policy_decide(struct roundtrim_policy_state *st,
+                             const struct roundtrim_policy_settings *set,
+                             const struct roundtrim_policy_inputs *in,
+                             struct roundtrim_policy_plan *plan)
+{
+    for (int a = 0; a < RT_CLEAN_COUNT; a++) {
+        plan->run[a] = true;
+        plan->skipped[a] = NULL;
+    }
+    plan->predicted_pause_us = 0;
+    if (!set->adaptive || in->pressure)
+        return;
+    plan->skipped[RT_CLEAN_GC] = decide_gc(st, in);
+    plan->skipped[RT_CLEAN_TRIM] =
+        in->trim_possible ? decide_trim(st, set, in, &plan->predicted_pause_us) : NULL;
+    plan->skipped[RT_CLEAN_DEVICE] = decide_device(st, set, in);
+    /* The budget: what is worth running waits while the cleanups so far spent more than their
+     * share of the rounds' time. */
+    bool over_budget = set->budget_percent > 0 && st->credit_us < 0;
+    for (int a = 0; a < RT_CLEAN_COUNT; a++) {
+        if (!plan->skipped[a] && over_budget)
+            plan->skipped[a] = "budget";
+        plan->run[a] = plan->skipped[a] == NULL;
+    }
+}
+
+void roundtrim_policy_learn(struct roundtrim_policy_state *st,
+                            const struct roundtrim_policy_settings *set,
+                            enum roundtrim_clean_action a, bool gave_back, uint64_t cost_us,
+                            uint64_t wall_us, uint64_t measure_before)
+{
+    (void)set;
+    struct roundtrim_action_history *h = &st->act[a];
+    h->runs++;
+    h->cost_us = cost_us;
+    h->last_gave = gave_back;
+    if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
+        /* The trim's time grows with the freed heap it walks and returns: a running mean of
+         * this process's own rate predicts the next one's pause. */
+        uint64_t rate = wall_us / (measure_before / MIB);
+        st->trim_rate = st->trim_rate ? (st->trim_rate * 3 + rate) / 4 : rate;
+    }
+    if (gave_back) {
+        h->fruitless = 0;
+        h->probe_gap = 0;
+        h->considered = 0;
+        return;
+    }
+    h->fruitless++;
+    if (backed_off(h)) {
+        /* A try that found nothing again: wait twice as long for the next. */
+        h->probe_gap = h->probe_gap * 2 > PROBE_GAP_LAST ? PROBE_GAP_LAST : h->probe_gap * 2;
+    } else if (h->fruitless >= FRUITLESS_TO_BACK_OFF) {
+        h->probe_gap = PROBE_GAP_FIRST;
+    }
+    h->considered = 0;
+    h->measure_at_off = measure_before;
+}
+
+void roundtrim_policy_round_time(struct roundtrim_policy_state *st,
+                                 const struct roundtrim_policy_settings *set, uint64_t round_us)
+{
+    if (set->budget_percent == 0)
+        return;
+    int64_t earned = (int64_t)(round_us / 100 * set->budget_percent);
+    int64_t cap = earned * CREDIT_ROUNDS;
+    st->credit_us += earned;
+    if (st->credit_us > cap)
+        st->credit_us = cap;
+}
+
+void roundtrim_policy_charge(struct roundtrim_policy_state *st, uint64_t cpu_us)
+{
+    st->cleanup_cpu = cpu_us;
+    st->credit_us -= (int64_t)cpu_us;
+}

@@ -1,0 +1,99 @@
+/* Which cleanup actions a cleanup round runs, and why the others do not.
+ *
+ * The fixed period runs every action on every ROUNDTRIM_GC_ROUNDS-th round. The adaptive policy
+ * looks at the same rounds but runs each action only when it gives memory back:
+ *   trim/purge  when the freed heap the allocator keeps resident is worth it (bytes and share of
+ *               RSS), and its predicted pause fits the pause limit;
+ *   gc          when collections find garbage: ours last time, or the interpreter's own;
+ *   device      when the PyTorch cache and the driver's pools hold enough;
+ * all within a budget of cleanup CPU time per round time. An action that gave nothing back twice
+ * in a row backs off: it is tried again when its measure has grown by its threshold since, or
+ * after a gap that doubles (4 to 64 cleanup rounds). Memory pressure always runs everything.
+ * Pure: the caller measures and runs; this file decides and learns. */
+#ifndef ROUNDTRIM_POLICY_CLEANUP_POLICY_H
+#define ROUNDTRIM_POLICY_CLEANUP_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum roundtrim_clean_action {
+    RT_CLEAN_GC,     /* Python's full collection */
+    RT_CLEAN_TRIM,   /* glibc malloc_trim or jemalloc purge */
+    RT_CLEAN_DEVICE, /* PyTorch's empty_cache and the driver's pool trim */
+    RT_CLEAN_COUNT
+};
+
+struct roundtrim_policy_settings {
+    bool adaptive;             /* false: the fixed period */
+    uint64_t trim_min_bytes;   /* freed heap below this is not worth a trim */
+    uint64_t trim_min_percent; /* nor below this share of RSS */
+    uint64_t device_min_bytes; /* device cache below this is not worth a release */
+    uint64_t budget_percent;   /* cleanup CPU per round time; 0: no cap */
+    uint64_t pause_us;         /* the longest a trim may hold the heap; 0: no limit */
+};
+
+/* What one action has shown so far. */
+struct roundtrim_action_history {
+    uint64_t runs;
+    uint64_t fruitless;      /* runs in a row that gave nothing back */
+    bool last_gave;          /* the last run gave something back */
+    uint64_t considered;     /* cleanup rounds that looked at it since it backed off */
+    uint64_t probe_gap;      /* while backed off: cleanup rounds between two tries */
+    uint64_t measure_at_off; /* its measure when it backed off */
+    uint64_t cost_us;        /* CPU time of its last run */
+};
+
+struct roundtrim_policy_state {
+    struct roundtrim_action_history act[RT_CLEAN_COUNT];
+    int64_t credit_us;    /* cleanup CPU the budget still allows (may go below zero) */
+    uint64_t trim_rate;   /* trim wall time per MiB of freed heap it met, microseconds; 0 unknown */
+    uint64_t cleanup_cpu; /* the last cleanup's CPU time */
+};
+
+/* What the round measured before its cleanup. A measure that is not known lets its action run
+ * on the period, as the fixed policy would. */
+struct roundtrim_policy_inputs {
+    bool pressure;        /* a pressure cleanup: everything runs, budget or not */
+    bool heap_free_known; /* the allocator's freed-and-resident heap */
+    uint64_t heap_free, rss;
+    uint32_t largest_arena_permille; /* the largest arena's share of it (0: unknown, all) */
+    bool trim_possible;              /* the allocator has a release (glibc, jemalloc) */
+    bool trim_pauses;                /* the release holds the heap's locks while it works (glibc) */
+    bool gc_evidence;                /* the interpreter's own collections ran since the last look */
+    uint64_t gc_collected;           /* and the objects they found */
+    bool device_known;
+    uint64_t device_cached;
+};
+
+struct roundtrim_policy_plan {
+    bool run[RT_CLEAN_COUNT];
+    const char *skipped[RT_CLEAN_COUNT]; /* why an action does not run, or NULL */
+    uint64_t predicted_pause_us;         /* the trim's, when it was predicted */
+};
+
+/* Decides one cleanup round. */
+void roundtrim_policy_decide(struct roundtrim_policy_state *st,
+                             const struct roundtrim_policy_settings *set,
+                             const struct roundtrim_policy_inputs *in,
+                             struct roundtrim_policy_plan *plan);
+
+/* After an action ran: what it gave back (bytes; for gc, objects collected count too), its CPU
+ * and wall time, and its measure before it ran (the trim's freed heap). */
+void roundtrim_policy_learn(struct roundtrim_policy_state *st,
+                            const struct roundtrim_policy_settings *set,
+                            enum roundtrim_clean_action a, bool gave_back, uint64_t cost_us,
+                            uint64_t wall_us, uint64_t measure_before);
+
+/* A round of wall time round_us went by: the budget earns its share of it, up to ten rounds'
+ * worth. */
+void roundtrim_policy_round_time(struct roundtrim_policy_state *st,
+                                 const struct roundtrim_policy_settings *set, uint64_t round_us);
+
+/* The CPU one cleanup spent (all its actions and the reads they needed), charged to the
+ * budget. */
+void roundtrim_policy_charge(struct roundtrim_policy_state *st, uint64_t cpu_us);
+
+/* The name of an action in records ("gc", "trim", "device"). */
+const char *roundtrim_clean_action_name(enum roundtrim_clean_action a);
+
+#endif

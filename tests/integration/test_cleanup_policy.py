@@ -1,0 +1,185 @@
+"""The cleanup policy in real programs: each action runs when it gives memory back and says why
+when it does not; the fixed period runs everything; the CPU budget and the pause limit hold; the
+records carry each cleanup's CPU share."""
+
+import statistics
+
+from conftest import PYTHON, ROOT, prog
+
+PYDIR = ROOT / "tests" / "python"
+MiB = 1 << 20
+
+
+def rounds_of(res):
+    return [r for r in res.records if r.get("event") == "round"]
+
+
+def native(run_shim, mode, n=10, pause_ms=40, **env):
+    res = run_shim([prog("diag_native"), mode, n, pause_ms], env=env)
+    assert res.returncode == 0, res.stderr
+    return rounds_of(res)
+
+
+def test_a_leak_gets_no_trim_while_the_fixed_period_trims_every_round(run_shim):
+    policy = native(run_shim, "leak")
+    fixed = native(run_shim, "leak", ROUNDTRIM_ADAPTIVE="false")
+    assert len(policy) == len(fixed) == 10
+    assert all(r["cleanup"] == [] and r["trim_skipped"] == "little_to_gain" for r in policy)
+    assert all(r["cleanup"] == ["trim"] and "trim_skipped" not in r for r in fixed)
+    # Nothing to return either way: the same memory, for less work.
+    assert abs(policy[-1]["rss_after"] - fixed[-1]["rss_after"]) < 4 * MiB
+    assert sum(r["cleanup_cpu_us"] for r in policy) < sum(r["cleanup_cpu_us"] for r in fixed)
+
+
+def test_a_fragmented_heap_is_trimmed_every_round(run_shim):
+    recs = native(run_shim, "frag", n=8, pause_ms=400)
+    assert all(r["cleanup"] == ["trim"] for r in recs), [r.get("trim_skipped") for r in recs]
+    assert all(r["trim_released_bytes"] > 30 * MiB for r in recs)
+    assert all(r["rss_after"] < r["rss_before"] - 30 * MiB for r in recs)
+
+
+def test_a_trim_that_returns_nothing_backs_off_and_tries_again_later(run_shim):
+    recs = native(run_shim, "pinned", n=14, pause_ms=30)
+    ran = [r["round"] for r in recs if "trim" in r["cleanup"]]
+    # Twice in a row for nothing, then tried again 4 and 8 cleanup rounds later.
+    assert ran == [1, 2, 6, 14], [(r["round"], r.get("trim_skipped")) for r in recs]
+    assert all(r["trim_released_bytes"] < MiB for r in recs if "trim" in r["cleanup"])
+    assert {r["trim_skipped"] for r in recs if r["round"] not in ran} == {"no_yield"}
+    assert all(r["memory"]["heap_free"] > 12 * MiB for r in recs)
+
+
+def test_a_trim_predicted_to_hold_the_heap_too_long_waits_unless_memory_is_short(run_shim,
+                                                                                   tmp_path):
+    recs = native(run_shim, "frag", n=6, pause_ms=300, ROUNDTRIM_TRIM_PAUSE_MS="1")
+    # The first trim teaches the process its own rate; the next ones would hold an arena for
+    # several milliseconds.
+    assert recs[0]["cleanup"] == ["trim"]
+    held = [r for r in recs[1:] if r.get("trim_skipped") == "pause_limit"]
+    assert len(held) == 5
+    assert all(r["trim_pause_predicted_us"] > 1000 for r in held)
+    assert all(r["rss_after"] == r["rss_before"] or abs(r["rss_after"] - r["rss_before"]) < MiB
+               for r in held)
+
+
+def test_the_budget_keeps_cleanup_cpu_near_its_share(run_shim):
+    # 40 ms rounds, a trim of a few ms each: over a 5% budget, so some wait.
+    recs = native(run_shim, "frag", n=16, pause_ms=40, ROUNDTRIM_CLEANUP_BUDGET="5")
+    waited = [r for r in recs if r.get("trim_skipped") == "budget"]
+    ran = [r for r in recs if "trim" in r["cleanup"]]
+    assert waited and ran
+    cpu = sum(r["cleanup_cpu_us"] for r in recs)
+    wall = sum(r["round_us"] for r in recs)
+    # The average keeps the share, up to the one cleanup that overdrew it.
+    assert cpu <= wall * 0.05 + max(r["cleanup_cpu_us"] for r in recs), (cpu, wall)
+    unlimited = native(run_shim, "frag", n=16, pause_ms=40, ROUNDTRIM_CLEANUP_BUDGET="0")
+    assert all("trim" in r["cleanup"] for r in unlimited)
+
+
+def test_each_record_gives_its_cleanup_cpu_and_round_time(run_shim):
+    recs = native(run_shim, "frag", n=6, pause_ms=200)
+    for r in recs[1:]:
+        assert 200_000 <= r["round_us"] < 5_000_000
+        assert 0 < r["cleanup_cpu_us"] <= r["cleanup_us"] + 1000
+        share = 100.0 * r["cleanup_cpu_us"] / r["round_us"]
+        assert abs(r["cleanup_cpu_percent"] - share) < 0.01
+    quiet = native(run_shim, "leak", n=3)
+    assert all(r["cleanup_cpu_us"] < 1000 for r in quiet)
+
+
+def python_rounds(run_shim, mode, n=6, **env):
+    argv = [PYTHON, PYDIR / "policy_workloads.py", mode, "--rounds", n, "--objects", 200000,
+            "--wait", 0.1]
+    res = run_shim(argv, env=env, timeout=240)
+    assert res.returncode == 0, res.stderr
+    return rounds_of(res)
+
+
+def test_gc_is_left_out_where_the_interpreter_finds_no_garbage(run_shim):
+    policy = python_rounds(run_shim, "leak", ROUNDTRIM_CLEANUP_BUDGET="0")
+    fixed = python_rounds(run_shim, "leak", ROUNDTRIM_ADAPTIVE="false")
+    # The first cleanup knows nothing yet and collects; after it, the interpreter's own
+    # collections found nothing (no cycles are made).
+    assert "gc" in policy[0]["cleanup"] and policy[0]["gc_collected"] == 0
+    later = [r.get("gc_skipped") for r in policy[1:]]
+    assert set(later) <= {"no_garbage", "program_gc"} and "no_garbage" in later
+    assert all("gc" in r["cleanup"] for r in fixed)
+    gc_cost = statistics.median(r["gc_us"] for r in fixed)
+    assert gc_cost > 2000  # a full walk of 200,000 objects
+    assert sum(r["cleanup_cpu_us"] for r in policy[1:]) < gc_cost * len(policy[1:]) / 5
+
+
+def test_gc_runs_every_round_while_it_finds_cycles(run_shim):
+    res = run_shim([PYTHON, PYDIR / "diag_rounds.py", "garbage", 6], timeout=180,
+                   env={"ROUNDTRIM_CLEANUP_BUDGET": "0"})
+    assert res.returncode == 0, res.stderr
+    recs = rounds_of(res)
+    assert all("gc" in r["cleanup"] and r["gc_collected"] >= 20000 for r in recs)
+
+
+def test_the_fixed_period_collects_even_after_the_program_did(run_shim):
+    policy = python_rounds(run_shim, "self_collecting")
+    fixed = python_rounds(run_shim, "self_collecting", ROUNDTRIM_ADAPTIVE="false")
+    assert [r.get("gc_skipped") for r in policy[1:]] == ["program_gc"] * (len(policy) - 1)
+    assert all("gc" in r["cleanup"] and r["gc_collected"] == 0 for r in fixed)
+
+
+def test_memory_pressure_cleans_whatever_the_policy_says(run_shim, tmp_path):
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(f"{48 * MiB}\n")
+    env = {"ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_PRESSURE_CLEAN": "50",
+           "ROUNDTRIM_PRESSURE_GAP_S": "0", "ROUNDTRIM_SAMPLE_MS": "20",
+           "ROUNDTRIM_TRIM_PAUSE_MS": "1", "ROUNDTRIM_CLEANUP_BUDGET": "1"}
+    res = run_shim([prog("diag_native"), "frag", 6, 300], env=env)
+    assert res.returncode == 0, res.stderr
+    cleans = [r for r in res.records if r.get("event") == "pressure" and r["level"] == "clean"]
+    assert cleans and any(r["cleanup"] == ["trim"] and r["rss_after"] < r["rss_before"] - 20 * MiB
+                          for r in cleans)
+
+
+def test_bad_policy_values_warn_once_and_keep_the_default(run_shim):
+    res = run_shim([prog("diag_native"), "leak", 2, 10],
+                   env={"ROUNDTRIM_CLEANUP_BUDGET": "250", "ROUNDTRIM_ADAPTIVE": "sometimes"})
+    assert res.returncode == 0
+    err = res.stderr
+    assert "ROUNDTRIM_CLEANUP_BUDGET=250 is not valid" in err and "using 20" in err
+    assert "ROUNDTRIM_ADAPTIVE=sometimes is not valid" in err and "using true" in err
+    assert all(r["trim_skipped"] == "little_to_gain" for r in rounds_of(res))
+
+
+def test_the_cuda_release_waits_for_a_cache_worth_it(run_shim):
+    from test_cuda import cuda_env, per_round
+
+    def run(**env):
+        res = run_shim([prog("cuda_getproc")], timeout=60,
+                       env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true", ROUNDTRIM_ADAPTIVE="true",
+                                    **env))
+        assert res.returncode == 0, res.stderr
+        return res, rounds_of(res)
+
+    # Round 3 leaves 10 MiB in the pools: under the default 32 MiB, not worth a release.
+    res, recs = run()
+    assert per_round(res.stdout, "reserved")[3]["bytes"] == 10 * MiB
+    assert recs[2]["memory"]["device_cached"] == 10 * MiB
+    assert all("cuda_pool_trim" not in r["cleanup"] for r in recs)
+    assert recs[2]["cuda_pool_trim_skipped"] == "little_to_gain"
+    # With the threshold at 8 MiB that round's cache goes, and only that round's.
+    res, recs = run(ROUNDTRIM_CUDA_CACHE_MIN_MIB="8")
+    assert [("cuda_pool_trim" in r["cleanup"]) for r in recs[:4]] == [False, False, True, False]
+    assert recs[2]["cuda_pool_trim_bytes"] == 10 * MiB
+
+
+def test_a_heap_freed_as_the_round_goes_is_trimmed_in_steps_under_the_pause_limit(run_shim):
+    # 140 MiB freed over ~100 ms a round, between survivors: one trim at the round's end would
+    # hold the arena for all of it; with a 5 ms limit the worker trims as the frees come.
+    recs = native(run_shim, "gradual", n=5, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS="5")
+    stepped = [r for r in recs[1:] if r.get("trim_steps", 0) >= 2]
+    assert len(stepped) >= 3, [(r["round"], r.get("trim_steps")) for r in recs]
+    for r in stepped:
+        assert r["trim_steps_released_bytes"] > 80 * MiB, r
+        assert r["memory"]["heap_free"] < 60 * MiB, r  # most of it already returned
+        assert r["cleanup_cpu_us"] > 0
+    # Without a limit the round's end trims all of it at once, and no step is taken.
+    once = native(run_shim, "gradual", n=3, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS="0")
+    assert all("trim_steps" not in r and r["cleanup"] == ["trim"] for r in once)
+    assert all(r["trim_released_bytes"] > 100 * MiB for r in once)

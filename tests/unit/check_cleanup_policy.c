@@ -1,0 +1,306 @@
+/* Which cleanup actions run: the fixed period, the adaptive policy's thresholds, backing off,
+ * the CPU budget, the pause limit and memory pressure. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/cleanup_policy.h"
+#include "policy/round_record.h"
+#include "run_suite.h"
+
+#define MIB (1024ull * 1024ull)
+
+static const struct roundtrim_policy_settings defaults = {
+    .adaptive = true,
+    .trim_min_bytes = 4 * MIB,
+    .trim_min_percent = 1,
+    .device_min_bytes = 32 * MIB,
+    .budget_percent = 5,
+    .pause_us = 100000,
+};
+
+/* A round of a glibc Python process with CUDA: everything measured. */
+static struct roundtrim_policy_inputs glibc_round(uint64_t heap_free_mib, uint64_t rss_mib)
+{
+    struct roundtrim_policy_inputs in;
+    memset(&in, 0, sizeof in);
+    in.heap_free_known = true;
+    in.heap_free = heap_free_mib * MIB;
+    in.rss = rss_mib * MIB;
+    in.trim_possible = true;
+    in.trim_pauses = true;
+    in.device_known = true;
+    return in;
+}
+
+static struct roundtrim_policy_plan decide(struct roundtrim_policy_state *st,
+                                           const struct roundtrim_policy_settings *set,
+                                           const struct roundtrim_policy_inputs *in)
+{
+    struct roundtrim_policy_plan plan;
+    roundtrim_policy_decide(st, set, in, &plan);
+    for (int a = 0; a < RT_CLEAN_COUNT; a++)
+        ck_assert(plan.run[a] == (plan.skipped[a] == NULL));
+    return plan;
+}
+
+static void ck_skip(const struct roundtrim_policy_plan *p, enum roundtrim_clean_action a,
+                    const char *why)
+{
+    ck_assert_msg(p->skipped[a] && strcmp(p->skipped[a], why) == 0, "%s: %s, expected %s",
+                  roundtrim_clean_action_name(a), p->skipped[a] ? p->skipped[a] : "runs", why);
+}
+
+START_TEST(fixed_period_runs_every_action_whatever_it_gives)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_settings set = defaults;
+    set.adaptive = false;
+    struct roundtrim_policy_inputs in = glibc_round(0, 100);
+    for (int i = 0; i < 10; i++) {
+        struct roundtrim_policy_plan p = decide(&st, &set, &in);
+        ck_assert(p.run[RT_CLEAN_GC] && p.run[RT_CLEAN_TRIM] && p.run[RT_CLEAN_DEVICE]);
+        roundtrim_policy_learn(&st, &set, RT_CLEAN_TRIM, false, 1000, 1000, 0);
+        roundtrim_policy_learn(&st, &set, RT_CLEAN_GC, false, 1000, 1000, 0);
+        roundtrim_policy_charge(&st, 1000000); /* far over any budget */
+    }
+}
+END_TEST
+
+START_TEST(trim_runs_only_when_the_free_heap_clears_both_thresholds)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(3, 100); /* under 4 MiB */
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    in = glibc_round(8, 1000); /* over 4 MiB, under 1% of 1000 MiB */
+    p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    in = glibc_round(12, 1000);
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM]);
+    /* Not measured: the period decides, as the fixed policy would. */
+    in.heap_free_known = false;
+    in.heap_free = 0;
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM]);
+}
+END_TEST
+
+START_TEST(a_trim_that_gives_nothing_twice_backs_off_and_comes_back)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* 40 MiB counted free but pinned between live blocks: every trim returns nothing. */
+    struct roundtrim_policy_inputs in = glibc_round(40, 200);
+    for (int i = 0; i < 2; i++) {
+        ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+    }
+    /* Backed off for 4 cleanup rounds: skipped 3 times, tried on the 4th. */
+    int ran_at = 0;
+    for (int i = 1; i <= 4 && !ran_at; i++) {
+        struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+        if (p.run[RT_CLEAN_TRIM])
+            ran_at = i;
+        else
+            ck_skip(&p, RT_CLEAN_TRIM, "no_yield");
+    }
+    ck_assert_int_eq(ran_at, 4);
+    /* Nothing again: the gap doubles to 8. */
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+    ran_at = 0;
+    for (int i = 1; i <= 8 && !ran_at; i++)
+        if (decide(&st, &defaults, &in).run[RT_CLEAN_TRIM])
+            ran_at = i;
+    ck_assert_int_eq(ran_at, 8);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+    /* The free heap grows by the threshold: tried at once, and a trim that gives resets it. */
+    struct roundtrim_policy_inputs more = glibc_round(40 + 4, 200);
+    ck_assert(decide(&st, &defaults, &more).run[RT_CLEAN_TRIM]);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 500, 500, more.heap_free);
+    for (int i = 0; i < 5; i++)
+        ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+}
+END_TEST
+
+START_TEST(the_gap_of_a_backed_off_action_stops_doubling_at_64)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(40, 200);
+    uint64_t gaps[8], n = 0;
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
+    while (n < 8) {
+        uint64_t i = 1;
+        while (!decide(&st, &defaults, &in).run[RT_CLEAN_TRIM])
+            i++;
+        gaps[n++] = i;
+        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
+    }
+    const uint64_t want[8] = {4, 8, 16, 32, 64, 64, 64, 64};
+    for (int k = 0; k < 8; k++)
+        ck_assert_uint_eq(gaps[k], want[k]);
+}
+END_TEST
+
+START_TEST(gc_follows_the_garbage_collections_find)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(0, 100);
+    /* The first cleanup collects: nothing is known yet. */
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+    /* The interpreter's own collections ran and found nothing: no cycles are being made. */
+    in.gc_evidence = true;
+    in.gc_collected = 0;
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_GC, "no_garbage");
+    /* They found some: collect. */
+    in.gc_collected = 120;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, true, 80000, 80000, 0);
+    /* Ours found some last time: collect again, whatever the evidence. */
+    in.gc_collected = 0;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+}
+END_TEST
+
+START_TEST(gc_without_collections_of_its_own_backs_off_on_ours)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(0, 100); /* automatic gc off: no evidence */
+    for (int i = 0; i < 2; i++) {
+        ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+    }
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_GC, "no_yield");
+}
+END_TEST
+
+START_TEST(the_device_release_waits_for_a_cache_worth_it)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(0, 100);
+    in.device_cached = 20 * MIB;
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_DEVICE, "little_to_gain");
+    in.device_cached = 300 * MIB;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_DEVICE]);
+    in.device_known = false; /* no PyTorch reading: the period decides */
+    in.device_cached = 0;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_DEVICE]);
+}
+END_TEST
+
+START_TEST(the_budget_holds_cleanups_back_until_rounds_earn_it)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(50, 200);
+    /* 1 s rounds, 5%: 50 ms a round. A cleanup of 200 ms CPU is over it for 4 rounds. */
+    roundtrim_policy_round_time(&st, &defaults, 1000000);
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+    roundtrim_policy_charge(&st, 200000);
+    int skipped = 0;
+    for (;;) {
+        roundtrim_policy_round_time(&st, &defaults, 1000000);
+        struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+        if (p.run[RT_CLEAN_TRIM])
+            break;
+        ck_skip(&p, RT_CLEAN_TRIM, "budget");
+        ck_skip(&p, RT_CLEAN_GC, "budget");
+        skipped++;
+    }
+    ck_assert_int_eq(skipped, 2); /* credit -150, -100, -50 ms... runs at 0 */
+    /* Idle rounds earn at most ten rounds' worth: 500 ms, not 100 rounds'. */
+    for (int i = 0; i < 100; i++)
+        roundtrim_policy_round_time(&st, &defaults, 1000000);
+    ck_assert_int_eq(st.credit_us, 500000);
+    /* No cap: never held back. */
+    struct roundtrim_policy_settings uncapped = defaults;
+    uncapped.budget_percent = 0;
+    roundtrim_policy_charge(&st, 10000000);
+    ck_assert(decide(&st, &uncapped, &in).run[RT_CLEAN_TRIM]);
+}
+END_TEST
+
+START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* This process's trims took 2 ms per MiB of freed heap. */
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 100000, 100000, 50 * MIB);
+    ck_assert_uint_eq(st.trim_rate, 2000);
+    struct roundtrim_policy_inputs in = glibc_round(40, 400); /* 80 ms: under 100 */
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM]);
+    in = glibc_round(80, 400); /* 160 ms */
+    p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_TRIM, "pause_limit");
+    ck_assert_uint_eq(p.predicted_pause_us, 160000);
+    /* jemalloc's purge holds no lock over the whole heap: no limit applies. */
+    in.trim_pauses = false;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+    /* Nor with the limit off. */
+    struct roundtrim_policy_settings unlimited = defaults;
+    unlimited.pause_us = 0;
+    in.trim_pauses = true;
+    ck_assert(decide(&st, &unlimited, &in).run[RT_CLEAN_TRIM]);
+}
+END_TEST
+
+START_TEST(memory_pressure_runs_everything)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 100000, 100000, 10 * MIB);
+    for (int i = 0; i < 2; i++)
+        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 1, 1, 0);
+    roundtrim_policy_charge(&st, 10000000);
+    struct roundtrim_policy_inputs in = glibc_round(1000, 2000); /* a 10 s trim foreseen */
+    in.pressure = true;
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_GC] && p.run[RT_CLEAN_TRIM] && p.run[RT_CLEAN_DEVICE]);
+}
+END_TEST
+
+START_TEST(the_record_gives_the_cpu_share_with_two_decimals)
+{
+    char buf[256];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, sizeof buf);
+    roundtrim_json_percent(&j, "a", 1234, 10000);
+    roundtrim_json_percent(&j, "b", 1, 3);
+    roundtrim_json_percent(&j, "c", 5, 0);
+    roundtrim_json_percent(&j, "d", 3000000, 1000000);
+    ck_assert(roundtrim_json_end(&j) > 0);
+    ck_assert_str_eq(buf, "{\"a\":12.34,\"b\":33.33,\"c\":null,\"d\":300.00}\n");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("cleanup_policy");
+    TCase *tc = tcase_create("cleanup_policy");
+    tcase_add_test(tc, fixed_period_runs_every_action_whatever_it_gives);
+    tcase_add_test(tc, trim_runs_only_when_the_free_heap_clears_both_thresholds);
+    tcase_add_test(tc, a_trim_that_gives_nothing_twice_backs_off_and_comes_back);
+    tcase_add_test(tc, the_gap_of_a_backed_off_action_stops_doubling_at_64);
+    tcase_add_test(tc, gc_follows_the_garbage_collections_find);
+    tcase_add_test(tc, gc_without_collections_of_its_own_backs_off_on_ours);
+    tcase_add_test(tc, the_device_release_waits_for_a_cache_worth_it);
+    tcase_add_test(tc, the_budget_holds_cleanups_back_until_rounds_earn_it);
+    tcase_add_test(tc, a_trim_predicted_to_hold_the_heap_too_long_waits);
+    tcase_add_test(tc, memory_pressure_runs_everything);
+    tcase_add_test(tc, the_record_gives_the_cpu_share_with_two_decimals);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
