@@ -7,11 +7,15 @@
  * the RSS at the end of the round.
  *
  *   fl_workload [--rounds N] [--threads T] [--model-mib M] [--keep-every K] [--pause-ms P]
- *               [--mode plain|trim|call|signal]
+ *               [--mode plain|trim|call|signal] [--probe-ms Q]
  *
  * Modes: plain does nothing at the end of a round; trim calls malloc_trim(0) itself; call marks
  * the round with roundtrim_round_end() (when roundtrim is preloaded); signal sends itself the
- * round signal (SIGUSR1) like an external launcher would. */
+ * round signal (SIGUSR1) like an external launcher would.
+ *
+ * With --probe-ms, a heartbeat thread (a client's connection to its server) allocates and frees
+ * a 2-32 KiB message every Q ms for the whole run and times each call: "wait_max_us" in a round's
+ * line is its longest malloc or free from the round's end (where a cleanup runs) to the line. */
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -28,9 +32,41 @@
 #include "launcher_signal.h"
 
 struct options {
-    int rounds, threads, model_mib, keep_every, pause_ms;
+    int rounds, threads, model_mib, keep_every, pause_ms, probe_ms;
     const char *mode;
 };
+
+static uint64_t now_us(void);
+
+static uint64_t probe_max_us; /* the longest heartbeat call since the last round's line */
+static int probe_stop;
+
+static void *heartbeat(void *arg)
+{
+    const struct options *o = arg;
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    struct timespec gap = {o->probe_ms / 1000, (long)(o->probe_ms % 1000) * 1000000L};
+    while (!__atomic_load_n(&probe_stop, __ATOMIC_ACQUIRE)) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        size_t size = 2048 + (size_t)(seed % (30 * 1024));
+        uint64_t t0 = now_us();
+        char *p = malloc(size);
+        uint64_t t1 = now_us();
+        p[0] = 1;
+        p[size - 1] = 1;
+        free(p);
+        uint64_t t2 = now_us();
+        uint64_t worst = t1 - t0 > t2 - t1 ? t1 - t0 : t2 - t1;
+        uint64_t seen = __atomic_load_n(&probe_max_us, __ATOMIC_RELAXED);
+        while (worst > seen && !__atomic_compare_exchange_n(&probe_max_us, &seen, worst, 0,
+                                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        nanosleep(&gap, NULL);
+    }
+    return NULL;
+}
 
 struct worker {
     pthread_t thread;
@@ -115,6 +151,7 @@ static void parse(int argc, char **argv, struct options *o)
                           .model_mib = 64,
                           .keep_every = 5,
                           .pause_ms = 100,
+                          .probe_ms = 0,
                           .mode = "plain"};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -130,6 +167,8 @@ static void parse(int argc, char **argv, struct options *o)
             o->pause_ms = atoi(v);
         else if (strcmp(k, "--mode") == 0)
             o->mode = v;
+        else if (strcmp(k, "--probe-ms") == 0)
+            o->probe_ms = atoi(v);
         else {
             fprintf(stderr, "fl_workload: unknown option %s\n", k);
             exit(2);
@@ -150,6 +189,9 @@ int main(int argc, char **argv)
         w[t].index = t;
         w[t].opt = &o;
     }
+    pthread_t probe;
+    if (o.probe_ms > 0)
+        pthread_create(&probe, NULL, heartbeat, &o);
     for (int r = 1; r <= o.rounds; r++) {
         for (int t = 0; t < o.threads; t++) {
             w[t].round = r;
@@ -157,13 +199,23 @@ int main(int argc, char **argv)
         }
         for (int t = 0; t < o.threads; t++)
             pthread_join(w[t].thread, NULL);
+        /* The window that counts: from the round's end, where the cleanup runs. */
+        __atomic_store_n(&probe_max_us, 0, __ATOMIC_RELAXED);
         uint64_t cleanup_us = end_round(&o);
         /* The wait for the server's next model; roundtrim's worker cleans up meanwhile. */
         struct timespec pause = {o.pause_ms / 1000, (long)(o.pause_ms % 1000) * 1000000L};
         nanosleep(&pause, NULL);
-        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu}\n", r, rss_bytes(),
+        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu", r, rss_bytes(),
                (unsigned long long)cleanup_us);
+        if (o.probe_ms > 0)
+            printf(",\"wait_max_us\":%llu",
+                   (unsigned long long)__atomic_exchange_n(&probe_max_us, 0, __ATOMIC_RELAXED));
+        printf("}\n");
         fflush(stdout);
+    }
+    if (o.probe_ms > 0) {
+        __atomic_store_n(&probe_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(probe, NULL);
     }
     return 0;
 }

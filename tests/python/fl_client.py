@@ -1,9 +1,11 @@
 """FL-like client loop (issue 4): prints one JSON line per round with the end-of-round RSS.
 
-Usage: fl_client.py [--mode plain|manual] [--rounds N] [--width W] [--wait S]
+Usage: fl_client.py [--mode plain|manual] [--rounds N] [--width W] [--wait S] [--probe-ms Q]
   plain:  no cleanup of its own (run it under the shim with ROUNDTRIM_PY_HOOK=fl_task:train_round)
   manual: gc.collect() and malloc_trim(0) after every round, as NVFlare's cleanup does
-The RSS is read after the wait that stands for the next global model's arrival."""
+The RSS is read after the wait that stands for the next global model's arrival. With --probe-ms,
+a heartbeat thread wakes every Q ms and each line has "wait_max_us": its longest lateness from the
+round's end to the line, where the cleanup runs (a gc holds the GIL, a trim the heap)."""
 
 import argparse
 import ctypes
@@ -18,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import fl_task  # noqa: E402
+from heartbeat import Heartbeat  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -34,7 +37,11 @@ def main():
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--wait", type=float, default=0.3)
+    ap.add_argument("--probe-ms", type=float, default=0)
     args = ap.parse_args()
+    beat = Heartbeat(args.probe_ms) if args.probe_ms > 0 else None
+    if beat:
+        beat.start()
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -49,11 +56,16 @@ def main():
         update = fl_task.train_round(client_model, blob, args.steps, keep_cycle=True)
         sent = len(update)
         del blob, update
+        if beat:
+            beat.take()  # the window that counts: from the round's end to the next line
         if args.mode == "manual":
             gc.collect()
             libc.malloc_trim(0)
         time.sleep(args.wait)
-        print(json.dumps({"round": rnd, "rss": rss_bytes(), "sent": sent}), flush=True)
+        line = {"round": rnd, "rss": rss_bytes(), "sent": sent}
+        if beat:
+            line["wait_max_us"] = beat.take()
+        print(json.dumps(line), flush=True)
     print(
         json.dumps(
             {
