@@ -77,16 +77,14 @@ static const char *decide_gc(struct roundtrim_policy_state *st,
     struct roundtrim_action_history *h = &st->act[RT_CLEAN_GC];
     if (h->runs == 0 || h->last_gave)
         return NULL;
-    if (in->gc_evidence) {
-        /* The interpreter's own collections say whether cycles are being made. */
-        if (in->gc_collected > 0)
-            return NULL;
+    /* Ours found nothing twice: the program's garbage, if any, dies young and the interpreter's
+     * own collections take it. Tried again on the gaps. */
+    if (backed_off(h))
+        return try_again(h, false, 0, 0) ? NULL : "no_yield";
+    /* The interpreter's own collections ran and found nothing: no cycles are being made. */
+    if (in->gc_evidence && in->gc_collected == 0)
         return "no_garbage";
-    }
-    /* No collections of its own (automatic gc off): ours tell, with backing off. */
-    if (backed_off(h) && !try_again(h, false, 0, 0))
-        return "no_yield";
-    return NULL;
+    return NULL; /* they found some, or cannot tell (automatic gc off): one more try */
 }
 
 static const char *decide_device(struct roundtrim_policy_state *st,

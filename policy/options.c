@@ -29,7 +29,7 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "release when the cache is large), within ROUNDTRIM_CLEANUP_BUDGET and "
      "ROUNDTRIM_TRIM_PAUSE_MS, and every skip says why in the record; false: every action on "
      "every cleanup round (the fixed period)"},
-    {RT_OPT_TRIM_MIN_MIB, "ROUNDTRIM_TRIM_MIN_MIB", NULL, RT_TYPE_UINT, 0, 1u << 20, "4", NULL,
+    {RT_OPT_TRIM_MIN_MIB, "ROUNDTRIM_TRIM_MIN_MIB", NULL, RT_TYPE_UINT, 0, 1u << 20, "1", NULL,
      NULL,
      "MiB; a trim or purge runs when at least this much freed heap is resident (and "
      "ROUNDTRIM_TRIM_MIN_PERCENT of RSS); below it the record says little_to_gain"},

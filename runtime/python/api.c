@@ -162,6 +162,11 @@ bool roundtrim_py_running(void)
     return !(roundtrim_py.IsFinalizing && roundtrim_py.IsFinalizing());
 }
 
+bool roundtrim_py_finalizing(void)
+{
+    return roundtrim_py.found && roundtrim_py.IsFinalizing && roundtrim_py.IsFinalizing();
+}
+
 /* PyGILState_Check() cannot tell: it answers 1 for everyone once a sub-interpreter exists. The
  * thread's own state being the attached one can (before 3.12 the attached state is global). */
 bool roundtrim_py_caller_holds_gil(void)

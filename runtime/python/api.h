@@ -175,6 +175,10 @@ bool roundtrim_py_resolve(void);
 /* Whether the interpreter can run Python code now: initialized and not finalizing. */
 bool roundtrim_py_running(void);
 
+/* The interpreter has begun to finalize (Py_IsFinalizing); false when there is none. Safe
+ * without the GIL. */
+bool roundtrim_py_finalizing(void);
+
 /* Whether the calling thread holds the GIL now (false when unknown). */
 bool roundtrim_py_caller_holds_gil(void);
 

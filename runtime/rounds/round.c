@@ -15,6 +15,7 @@
 #include "runtime/output/sites_record.h"
 #include "runtime/output/metrics_file.h"
 #include "runtime/core/proc_mem.h"
+#include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
 #include "runtime/python/gil.h"
 #include "runtime/python/hook.h"
@@ -86,6 +87,7 @@ static uint32_t largest_arena_permille; /* from the latest round's memory */
 
 /* Trims in steps, between round ends (see trim_step_maybe). */
 static struct {
+    bool based;                        /* freed_base taken (a fork child takes its own) */
     int64_t freed_base;                /* the process's net freed heap bytes at the last trim */
     uint64_t count, released, us, cpu; /* since the last round record */
 } steps;
@@ -182,8 +184,10 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
         uint64_t cpu = roundtrim_thread_cpu_us();
         r->actions |= roundtrim_allocator_release(&r->trim_us);
         r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
-        if (!roundtrim_allocator_counts_skipped())
+        if (!roundtrim_allocator_counts_skipped()) {
             steps.freed_base = net_freed_now();
+            steps.based = true;
+        }
         if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
             roundtrim_policy_learn(&policy, set, RT_CLEAN_TRIM,
                                    r->trim_released_bytes >= GAVE_BACK_BYTES,
@@ -245,7 +249,8 @@ static void cleanup(struct roundtrim_round_record *r, bool pressure)
     r->cleanup_us = roundtrim_now_us() - t0;
     r->cleanup_cpu_us = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu0;
     roundtrim_policy_charge(&policy, r->cleanup_cpu_us);
-    cleanups++;
+    if (r->actions)
+        cleanups++; /* a cleanup round whose every step was left out ran no cleanup */
 }
 
 /* The trim steps taken since the previous record belong to this round: its CPU, and what they
@@ -273,9 +278,10 @@ static void trim_step_maybe(void)
         policy.trim_rate == 0 || (cfg->cleanup_budget > 0 && policy.credit_us < 0))
         return;
     int64_t net = net_freed_now();
-    if (net <= steps.freed_base) {
-        if (net < steps.freed_base)
-            steps.freed_base = net; /* the heap grew back over what was freed: nothing is free */
+    if (!steps.based || net <= steps.freed_base) {
+        /* The first look, or the heap grew back over what was freed: nothing new is free. */
+        steps.based = true;
+        steps.freed_base = net;
         return;
     }
     uint64_t freed = (uint64_t)(net - steps.freed_base);
@@ -311,6 +317,11 @@ static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
         r->gc_skipped = "exiting";
 }
 
+static bool process_ending(void)
+{
+    return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
+}
+
 /* Counters come from the boundary's own snapshot; the rest is read now. */
 static void measure(struct roundtrim_round_record *r, const struct roundtrim_boundary_snap *s)
 {
@@ -340,13 +351,18 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     if (s->cuda.seen)
         last.cuda = s->cuda;
     /* Read once the program has begun to exit, the memory would be the exit's, not the
-     * round's: the interpreter's finalization frees most of it. */
-    if (exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+     * round's: the interpreter's finalization frees most of it (and begins before exit()). */
+    if (process_ending())
         r->memory.skipped = "exiting";
     else {
         uint64_t t0 = roundtrim_now_us();
         roundtrim_memory_parts_read(&r->memory, &s->traffic, &r->cuda);
         r->memory.read_us = roundtrim_now_us() - t0;
+        if (process_ending()) { /* it began while the parts were read */
+            memset(&r->memory, 0, sizeof r->memory);
+            r->memory.skipped = "exiting";
+            return;
+        }
         r->memory_read = true;
         if (r->memory.largest_arena_permille)
             largest_arena_permille = r->memory.largest_arena_permille;

@@ -170,6 +170,31 @@ START_TEST(gc_follows_the_garbage_collections_find)
 }
 END_TEST
 
+START_TEST(gc_backs_off_when_the_garbage_dies_young)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* The interpreter's young collections keep finding cycles, ours find none left. */
+    struct roundtrim_policy_inputs in = glibc_round(0, 100);
+    in.gc_evidence = true;
+    in.gc_collected = 500;
+    for (int i = 0; i < 2; i++) {
+        ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+    }
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_GC, "no_yield");
+    /* Tried again four cleanup rounds later; finding some brings it back for good. */
+    int ran_at = 1;
+    while (!decide(&st, &defaults, &in).run[RT_CLEAN_GC])
+        ran_at++;
+    ck_assert_int_eq(ran_at, 3); /* the skip above was the first of the four */
+    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, true, 80000, 80000, 0);
+    in.gc_collected = 0;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
+}
+END_TEST
+
 START_TEST(gc_without_collections_of_its_own_backs_off_on_ours)
 {
     struct roundtrim_policy_state st;
@@ -295,6 +320,7 @@ int main(void)
     tcase_add_test(tc, a_trim_that_gives_nothing_twice_backs_off_and_comes_back);
     tcase_add_test(tc, the_gap_of_a_backed_off_action_stops_doubling_at_64);
     tcase_add_test(tc, gc_follows_the_garbage_collections_find);
+    tcase_add_test(tc, gc_backs_off_when_the_garbage_dies_young);
     tcase_add_test(tc, gc_without_collections_of_its_own_backs_off_on_ours);
     tcase_add_test(tc, the_device_release_waits_for_a_cache_worth_it);
     tcase_add_test(tc, the_budget_holds_cleanups_back_until_rounds_earn_it);
