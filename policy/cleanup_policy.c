@@ -1,6 +1,7 @@
 #include "policy/cleanup_policy.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #define MIB (1024u * 1024u)
 
@@ -125,6 +126,26 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
             plan->skipped[a] = "budget";
         plan->run[a] = plan->skipped[a] == NULL;
     }
+}
+
+void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
+                               const struct roundtrim_policy_settings *set,
+                               const struct roundtrim_policy_inputs *in,
+                               struct roundtrim_policy_plan *plan, uint64_t gc_freed)
+{
+    const char *why = plan->skipped[RT_CLEAN_TRIM];
+    if (!set->adaptive || gc_freed == 0 || !why || strcmp(why, "little_to_gain") != 0)
+        return;
+    /* What the collection just freed lies in the heap now: judged again with it. (A trim left
+     * out for little_to_gain was not backed off, so this judges without side effects.) */
+    struct roundtrim_policy_inputs after = *in;
+    after.heap_free += gc_freed;
+    plan->predicted_pause_us = 0;
+    why = decide_trim(st, set, &after, &plan->predicted_pause_us);
+    if (!why && set->budget_percent > 0 && st->credit_us < 0)
+        why = "budget";
+    plan->skipped[RT_CLEAN_TRIM] = why;
+    plan->run[RT_CLEAN_TRIM] = why == NULL;
 }
 
 void roundtrim_policy_learn(struct roundtrim_policy_state *st,

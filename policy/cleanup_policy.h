@@ -77,6 +77,13 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
                              const struct roundtrim_policy_inputs *in,
                              struct roundtrim_policy_plan *plan);
 
+/* After the gc freed gc_freed bytes: a trim left out for little_to_gain is judged again with
+ * them added to the freed heap (they lie there now). */
+void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
+                               const struct roundtrim_policy_settings *set,
+                               const struct roundtrim_policy_inputs *in,
+                               struct roundtrim_policy_plan *plan, uint64_t gc_freed);
+
 /* After an action ran: what it gave back (bytes; for gc, objects collected count too), its CPU
  * and wall time, and its measure before it ran (the trim's freed heap). */
 void roundtrim_policy_learn(struct roundtrim_policy_state *st,

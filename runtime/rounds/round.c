@@ -239,10 +239,12 @@ static void cleanup(struct roundtrim_round_record *r, bool pressure)
     struct roundtrim_policy_plan plan;
     policy_settings(&set);
     policy_inputs(r, pressure, &in);
-    if (gc_due())
+    if (gc_due()) {
         run_gc(r, &set, &in, &plan);
-    else
+        roundtrim_policy_after_gc(&policy, &set, &in, &plan, r->gc_freed_bytes);
+    } else {
         roundtrim_policy_decide(&policy, &set, &in, &plan);
+    }
     run_trim(r, &set, &in, &plan);
     if (cfg->cuda_empty_cache)
         run_device(r, &set, &plan);

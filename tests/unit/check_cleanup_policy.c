@@ -89,6 +89,29 @@ START_TEST(trim_runs_only_when_the_free_heap_clears_both_thresholds)
 }
 END_TEST
 
+START_TEST(what_the_gc_just_freed_counts_for_the_trim)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* 3 MiB free before the cleanup: not worth a trim by itself... */
+    struct roundtrim_policy_inputs in = glibc_round(3, 100);
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    /* ...but the gc then freed 6 MiB more into the heap. */
+    roundtrim_policy_after_gc(&st, &defaults, &in, &p, 6 * MIB);
+    ck_assert(p.run[RT_CLEAN_TRIM] && p.skipped[RT_CLEAN_TRIM] == NULL);
+    /* A gc that freed little changes nothing; nor does it undo another reason. */
+    p = decide(&st, &defaults, &in);
+    roundtrim_policy_after_gc(&st, &defaults, &in, &p, 100 * 1024);
+    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    /* Worth it now, but the budget is spent: it waits. */
+    roundtrim_policy_charge(&st, 10000000);
+    p = decide(&st, &defaults, &in);
+    roundtrim_policy_after_gc(&st, &defaults, &in, &p, 60 * MIB);
+    ck_skip(&p, RT_CLEAN_TRIM, "budget");
+}
+END_TEST
+
 START_TEST(a_trim_that_gives_nothing_twice_backs_off_and_comes_back)
 {
     struct roundtrim_policy_state st;
@@ -317,6 +340,7 @@ int main(void)
     TCase *tc = tcase_create("cleanup_policy");
     tcase_add_test(tc, fixed_period_runs_every_action_whatever_it_gives);
     tcase_add_test(tc, trim_runs_only_when_the_free_heap_clears_both_thresholds);
+    tcase_add_test(tc, what_the_gc_just_freed_counts_for_the_trim);
     tcase_add_test(tc, a_trim_that_gives_nothing_twice_backs_off_and_comes_back);
     tcase_add_test(tc, the_gap_of_a_backed_off_action_stops_doubling_at_64);
     tcase_add_test(tc, gc_follows_the_garbage_collections_find);
