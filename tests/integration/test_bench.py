@@ -51,10 +51,13 @@ def test_alloc_loop_rejects_unknown_mix(run_shim):
     assert "usage" in res.stderr
 
 
-CLEANUP_KEYS = {"bench", "mode", "heap_mib", "threads", "keep_every", "rss_before", "rss_after",
-                "arenas", "arena_free_max_bytes", "free_bytes", "cleanup_us", "record_us",
-                "stall_quiet_us", "stall_cleanup_us", "blocked_quiet_us", "blocked_cleanup_us",
-                "schedstat", "probes_quiet", "probes_cleanup"}
+CLEANUP_KEYS = {"bench", "mode", "heap_mib", "threads", "keep_every", "slices", "trim_pad_mib",
+                "release_pages", "block_max_kib", "rss_before", "rss_after", "live_bytes",
+                "arenas", "arena_free_max_bytes", "free_bytes", "cleanup_us", "cleanup_max_us",
+                "cleanup_cpu_us", "record_us", "stall_quiet_us", "stall_cleanup_us",
+                "blocked_quiet_us", "blocked_cleanup_us", "schedstat", "probes_quiet",
+                "probes_cleanup", "frees", "released_frees", "released_bytes", "release_ns",
+                "slice_cleanup_us", "slice_blocked_us", "slice_arena_free_max_bytes"}
 
 
 def test_cleanup_cost_with_malloc_trim(run_shim):
@@ -70,6 +73,33 @@ def test_cleanup_cost_with_malloc_trim(run_shim):
     assert out["cleanup_us"] > 0 and out["probes_quiet"] > 0
     assert 0 <= out["blocked_quiet_us"] <= out["stall_quiet_us"]
     assert 0 <= out["blocked_cleanup_us"] <= out["stall_cleanup_us"]
+
+
+def test_cleanup_in_slices_with_release_at_free(run_shim):
+    res = run_shim([prog("bench_cleanup"), "--mode", "trim", "--heap-mib", "8", "--threads", "2",
+                    "--quiet-ms", "10", "--slices", "4", "--release-pages", "4",
+                    "--block-max-kib", "256", "--trim-pad-mib", "1"], preload=False, log=False)
+    out = one_json(res)
+    assert set(out) == CLEANUP_KEYS
+    assert (out["slices"], out["release_pages"], out["block_max_kib"]) == (4, 4, 256)
+    assert len(out["slice_cleanup_us"]) == len(out["slice_blocked_us"]) == 4
+    assert out["cleanup_max_us"] == max(out["slice_cleanup_us"])
+    assert abs(out["cleanup_us"] - sum(out["slice_cleanup_us"])) < 1
+    # The free heap grows slice by slice, and blocks of 4 whole pages or more were given back.
+    assert out["slice_arena_free_max_bytes"] == sorted(out["slice_arena_free_max_bytes"])
+    assert out["frees"] >= out["released_frees"] > 0
+    assert out["released_bytes"] >= out["released_frees"] * 4 * 4096
+    assert 0 < out["live_bytes"] < out["rss_before"]
+
+
+def test_churn_loop_prints_ns_per_op(run_shim):
+    res = run_shim([prog("bench_cleanup"), "--mode", "churn", "--threads", "2", "--churn-ops",
+                    "2000", "--release-pages", "4"], preload=False, log=False)
+    out = one_json(res)
+    assert (out["mode"], out["threads"], out["churn_ops"]) == ("churn", 2, 2000)
+    assert (out["block_min"], out["block_max"]) == (16 * 1024, 256 * 1024)
+    assert finite_positive(out["ns_per_op"]) and finite_positive(out["cpu_ns_per_op"])
+    assert out["released_frees"] > 0 and out["release_ns"] > 0
 
 
 def test_cleanup_cost_through_a_roundtrim_round(run_shim):
