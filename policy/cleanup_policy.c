@@ -65,7 +65,7 @@ static const char *decide_trim(struct roundtrim_policy_state *st,
     if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
         /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
         uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
-        *pause = st->trim_rate * (in->heap_free / MIB) / 1000 * share;
+        *pause = st->trim_rate * (in->heap_free / MIB) * share / 1000;
         if (*pause > set->pause_us)
             return "pause_limit";
     }
@@ -134,7 +134,8 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
                                struct roundtrim_policy_plan *plan, uint64_t gc_freed)
 {
     const char *why = plan->skipped[RT_CLEAN_TRIM];
-    if (!set->adaptive || gc_freed == 0 || !why || strcmp(why, "little_to_gain") != 0)
+    if (!set->adaptive || gc_freed == 0 || !why || strcmp(why, "little_to_gain") != 0 ||
+        backed_off(&st->act[RT_CLEAN_TRIM]))
         return;
     /* What the collection just freed lies in the heap now: judged again with it. (A trim left
      * out for little_to_gain was not backed off, so this judges without side effects.) */
@@ -163,6 +164,8 @@ void roundtrim_policy_learn(struct roundtrim_policy_state *st,
          * this process's own rate predicts the next one's pause. */
         uint64_t rate = wall_us / (measure_before / MIB);
         st->trim_rate = st->trim_rate ? (st->trim_rate * 3 + rate) / 4 : rate;
+        if (st->trim_rate == 0)
+            st->trim_rate = 1; /* known, and fast: 0 would mean "unknown" */
     }
     if (gave_back) {
         h->fruitless = 0;

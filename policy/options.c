@@ -20,7 +20,7 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
     {RT_OPT_GC_ROUNDS, "ROUNDTRIM_GC_ROUNDS", "NVFLARE_CLIENT_MEMORY_GC_ROUNDS", RT_TYPE_UINT, 0,
      1000000, "1", "5", NULL,
      "look at cleanup every N rounds: with ROUNDTRIM_ADAPTIVE each action that gives memory back "
-     "runs then (so it never waits longer than N rounds), else every action runs; 0 never at "
+     "runs then (budget and pause limit allowing), else every action runs; 0 never at "
      "round ends (counting and logging go on; pressure cleanups have their own switch); the "
      "NVFlare variable is read for the client role only"},
     {RT_OPT_ADAPTIVE, "ROUNDTRIM_ADAPTIVE", NULL, RT_TYPE_BOOL, 0, 0, "true", NULL, NULL,

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "policy/procfs.h"
@@ -34,7 +33,7 @@ static uint64_t resident_bytes(uintptr_t start, uintptr_t end)
     return pages * (uint64_t)page;
 }
 
-#define ARENA_GROUPS 16
+#define ARENA_GROUPS 64
 
 struct arena_scan {
     struct roundtrim_map_line prev;
@@ -47,16 +46,21 @@ struct arena_scan {
     } group[ARENA_GROUPS];
     unsigned groups;
     bool grouping_failed;
+    int mem_fd; /* /proc/self/mem, opened at the first heap that needs it; -1 not yet */
 };
 
 /* The arena a non-main heap belongs to: the first word of the heap (glibc's heap_info starts
- * with its arena's address). Read with process_vm_readv, which fails cleanly where a direct read
- * would fault: a heap can be unmapped by another thread at any moment. */
-static bool heap_arena(uintptr_t heap_start, uintptr_t *arena)
+ * with its arena's address). Read through /proc/self/mem, which answers an error where a direct
+ * read would fault (a heap can be unmapped by another thread at any moment), and which no
+ * seccomp filter of the syscalls that read another process's memory stops. */
+static bool heap_arena(struct arena_scan *a, uintptr_t heap_start, uintptr_t *arena)
 {
-    struct iovec local = {arena, sizeof *arena};
-    struct iovec remote = {(void *)heap_start, sizeof *arena};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof *arena;
+    if (a->mem_fd == -1)
+        a->mem_fd = roundtrim_open_read("/proc/self/mem");
+    if (a->mem_fd < 0)
+        return false;
+    ssize_t n = pread(a->mem_fd, arena, sizeof *arena, (off_t)heap_start);
+    return n == (ssize_t)sizeof *arena && *arena != 0;
 }
 
 static void add_to_group(struct arena_scan *a, uintptr_t arena, uint64_t bytes)
@@ -84,8 +88,8 @@ static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
     if (main_heap || roundtrim_glibc_arena_heap(m, next)) {
         uint64_t bytes = resident_bytes(m->start, m->end);
         a->resident += bytes;
-        uintptr_t arena = 0; /* the main arena's [heap] */
-        if (!main_heap && !heap_arena(m->start, &arena))
+        uintptr_t arena = UINTPTR_MAX; /* the main arena's [heap]: no address of an arena */
+        if (!main_heap && !heap_arena(a, m->start, &arena))
             a->grouping_failed = true;
         else
             add_to_group(a, arena, bytes);
@@ -113,6 +117,7 @@ static bool glibc_arenas_resident(uint64_t *resident, uint32_t *largest_permille
     if (fd < 0)
         return false;
     struct arena_scan a = {0};
+    a.mem_fd = -1;
     char buf[4096];
     size_t have = 0;
     bool ok = true;
@@ -143,6 +148,8 @@ static bool glibc_arenas_resident(uint64_t *resident, uint32_t *largest_permille
         scan_line(&a, buf);
     }
     judge(&a, NULL);
+    if (a.mem_fd >= 0)
+        close(a.mem_fd);
     *resident = a.resident;
     uint64_t largest = 0;
     for (unsigned i = 0; i < a.groups; i++)

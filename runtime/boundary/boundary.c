@@ -36,6 +36,7 @@ static void capture(enum roundtrim_source src, const char *label)
     snap.src = src;
     snap.label = label;
     snap.wall_s = roundtrim_wall_seconds(); /* clock_gettime: async-signal-safe */
+    snap.mono_us = roundtrim_now_us();
     roundtrim_counters_total(&snap.traffic);
     roundtrim_cuda_counts_snapshot(&snap.cuda);
     roundtrim_boundary_queue_put(&snap);

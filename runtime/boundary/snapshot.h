@@ -23,6 +23,7 @@ const char *roundtrim_source_name(enum roundtrim_source src);
 struct roundtrim_boundary_snap {
     enum roundtrim_source src;
     double wall_s;           /* seconds since the epoch */
+    uint64_t mono_us;        /* CLOCK_MONOTONIC: round lengths that no clock step can bend */
     uint64_t dropped_before; /* boundaries that found the queue full, up to this one */
     const char *label;       /* what marked it, when the source names it (a hook); static */
     struct roundtrim_traffic traffic;

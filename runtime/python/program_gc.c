@@ -124,12 +124,19 @@ void roundtrim_python_gc_baseline(void)
 void roundtrim_python_gc_mark(bool ran, const char *skipped, uint64_t collected)
 {
     bool ours = ran || (skipped && strcmp(skipped, "job_timeout") == 0);
+    /* Our own collection is no evidence of the program's garbage: it is counted into the
+     * starting point (one a job still running adds is seen as the program's once). Without a
+     * fresh reading (a pressure cleanup reads none), ours is added to the last one. */
     if (latest >= 0)
         seen = latest + (ours ? 1 : 0);
-    /* Our own collection is no evidence of the program's garbage: it is counted into the
-     * starting point (one a job still running adds is seen as the program's once). */
+    else if (ours)
+        seen++;
     if (all_latest >= 0) {
         all_seen = all_latest + (ours ? 1 : 0);
         found_seen = found_latest + (ran ? (long)collected : 0);
+    } else if (ours) {
+        all_seen++;
+        found_seen += ran ? (long)collected : 0;
     }
+    latest = all_latest = -1; /* a reading serves one cleanup */
 }

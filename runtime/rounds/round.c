@@ -92,12 +92,22 @@ static struct {
     uint64_t count, released, us, cpu; /* since the last round record */
 } steps;
 
-/* Freed minus handed-out bytes since the process started (negative while the heap grows). */
+/* Freed minus handed-out bytes of the heap since the process started (negative while it grows):
+ * glibc's large blocks, mappings of their own, go back to the OS when freed and are left out. */
 static int64_t net_freed_now(void)
 {
     struct roundtrim_traffic t;
     roundtrim_counters_total(&t);
-    return (int64_t)(t.free_bytes - t.malloc_bytes);
+    return (int64_t)(t.free_bytes - t.malloc_bytes) + (int64_t)t.mmapped_net;
+}
+
+/* Bytes in live heap blocks now, large mapped ones left out. */
+static uint64_t heap_blocks_live_now(void)
+{
+    struct roundtrim_traffic t;
+    roundtrim_counters_total(&t);
+    uint64_t live = roundtrim_counters_live(&t), mapped = roundtrim_counters_mmapped_live(&t);
+    return live > mapped ? live - mapped : 0;
 }
 
 static void policy_settings(struct roundtrim_policy_settings *set)
@@ -136,9 +146,13 @@ static void policy_inputs(const struct roundtrim_round_record *r, bool pressure,
 /* Something given back: a MiB at least (a trim that meets no free page still shaves a few). */
 #define GAVE_BACK_BYTES (1u << 20)
 
-static void run_gc(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
-                   struct roundtrim_policy_inputs *in, struct roundtrim_policy_plan *plan)
+/* Returns the heap bytes (large mapped blocks and pymalloc's arenas left out) the gc freed: what
+ * now lies in the heap for the trim. */
+static uint64_t run_gc(struct roundtrim_round_record *r,
+                       const struct roundtrim_policy_settings *set,
+                       struct roundtrim_policy_inputs *in, struct roundtrim_policy_plan *plan)
 {
+    uint64_t heap_freed = 0;
     /* The policy reads the interpreter's own collections first: what the program already did
      * since the last cleanup is not done twice, and what they found tells whether cycles are
      * being made. The fixed period collects whatever it will find. */
@@ -156,17 +170,19 @@ static void run_gc(struct roundtrim_round_record *r, const struct roundtrim_poli
     } else if (!plan->run[RT_CLEAN_GC]) {
         r->gc_skipped = plan->skipped[RT_CLEAN_GC];
     } else {
-        uint64_t live = roundtrim_memory_live_now();
+        uint64_t live = roundtrim_memory_live_now(), heap = heap_blocks_live_now();
         uint64_t cpu = roundtrim_py_jobs_cpu_us();
         if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
             r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
+            heap_freed = below(heap, heap_blocks_live_now());
             roundtrim_policy_learn(&policy, set, RT_CLEAN_GC, r->gc_collected > 0,
                                    roundtrim_py_jobs_cpu_us() - cpu, r->gc_us, 0);
         }
     }
     roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped, r->gc_collected);
+    return heap_freed;
 }
 
 static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
@@ -182,8 +198,11 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
     } else {
         uint64_t rss = roundtrim_rss_bytes();
         uint64_t cpu = roundtrim_thread_cpu_us();
-        r->actions |= roundtrim_allocator_release(&r->trim_us);
+        unsigned done = roundtrim_allocator_release(&r->trim_us);
+        r->actions |= done;
         r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
+        if (!done)
+            r->trim_skipped = "no_release"; /* an allocator with none (said once on stderr) */
         if (!roundtrim_allocator_counts_skipped()) {
             steps.freed_base = net_freed_now();
             steps.based = true;
@@ -240,8 +259,8 @@ static void cleanup(struct roundtrim_round_record *r, bool pressure)
     policy_settings(&set);
     policy_inputs(r, pressure, &in);
     if (gc_due()) {
-        run_gc(r, &set, &in, &plan);
-        roundtrim_policy_after_gc(&policy, &set, &in, &plan, r->gc_freed_bytes);
+        uint64_t heap_freed = run_gc(r, &set, &in, &plan);
+        roundtrim_policy_after_gc(&policy, &set, &in, &plan, heap_freed);
     } else {
         roundtrim_policy_decide(&policy, &set, &in, &plan);
     }
@@ -277,7 +296,9 @@ static void trim_step_maybe(void)
     const struct roundtrim_config *cfg = roundtrim_config();
     if (!cfg->adaptive || cfg->gc_rounds == 0 || cfg->trim_pause_ms == 0 ||
         roundtrim_allocator_kind() != RT_ALLOC_GLIBC || roundtrim_allocator_counts_skipped() ||
-        policy.trim_rate == 0 || (cfg->cleanup_budget > 0 && policy.credit_us < 0))
+        policy.trim_rate == 0 || (cfg->cleanup_budget > 0 && policy.credit_us < 0) ||
+        policy.act[RT_CLEAN_TRIM].probe_gap > 0 ||
+        roundtrim_program_trim_count() != program_trims_seen)
         return;
     int64_t net = net_freed_now();
     if (!steps.based || net <= steps.freed_base) {
@@ -300,8 +321,9 @@ static void trim_step_maybe(void)
         return;
     uint64_t released = below(rss, roundtrim_rss_bytes());
     uint64_t spent = roundtrim_thread_cpu_us() - cpu;
-    roundtrim_policy_learn(&policy, &set, RT_CLEAN_TRIM, released >= GAVE_BACK_BYTES, spent, us,
-                           freed);
+    /* A step that found little teaches the rate nothing and is no verdict on the round end's. */
+    if (released >= GAVE_BACK_BYTES)
+        roundtrim_policy_learn(&policy, &set, RT_CLEAN_TRIM, true, spent, us, freed);
     roundtrim_policy_charge(&policy, spent);
     steps.freed_base = net_freed_now();
     steps.count++;
@@ -384,20 +406,21 @@ static void finish(struct roundtrim_round_record *r)
     roundtrim_metrics_file_update(r, r->round, cleanups, roundtrim_diagnose_latest());
 }
 
-/* The wall time from the previous boundary (the first: from the library's start) to this one. */
-static double prev_boundary_wall;
+/* The time from the previous boundary (the first: from the library's start) to this one, on the
+ * monotonic clock. */
+static uint64_t prev_boundary_us;
 
 void roundtrim_round_clock_start(void)
 {
-    prev_boundary_wall = roundtrim_wall_seconds();
+    prev_boundary_us = roundtrim_now_us();
 }
 
-static uint64_t round_time_us(double wall)
+static uint64_t round_time_us(uint64_t mono_us)
 {
-    double d = prev_boundary_wall > 0 && wall > prev_boundary_wall ? wall - prev_boundary_wall : 0;
-    if (wall > prev_boundary_wall)
-        prev_boundary_wall = wall;
-    return (uint64_t)(d * 1e6);
+    uint64_t d = prev_boundary_us && mono_us > prev_boundary_us ? mono_us - prev_boundary_us : 0;
+    if (mono_us > prev_boundary_us)
+        prev_boundary_us = mono_us;
+    return d;
 }
 
 /* Whether one of the rounds round_no+1 .. last_round is a cleanup round. */
@@ -419,7 +442,7 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
     r.source = roundtrim_source_name(s->src);
     r.hook = s->src == ROUNDTRIM_SRC_PYTHON ? s->label : NULL;
     measure(&r, s);
-    r.round_us = round_time_us(s->wall_s);
+    r.round_us = round_time_us(s->mono_us);
     if (roundtrim_config()->adaptive) {
         struct roundtrim_policy_settings set;
         policy_settings(&set);
@@ -700,7 +723,7 @@ void roundtrim_round_fork_child(void)
     memset(&pressure, 0, sizeof pressure);
     memset(&policy, 0, sizeof policy);
     memset(&steps, 0, sizeof steps);
-    prev_boundary_wall = roundtrim_wall_seconds();
+    prev_boundary_us = roundtrim_now_us();
     exiting = exit_begun = in_round = exit_async = false;
     round_no = cleanups = rounds_unwritten = 0;
     last_round_us = roundtrim_now_us();
