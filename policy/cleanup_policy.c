@@ -13,21 +13,6 @@
 /* The budget keeps at most this many rounds' worth of unspent credit. */
 #define CREDIT_ROUNDS 10
 
-const char *roundtrim_clean_action_name(enum roundtrim_clean_action a)
-{
-    switch (a) {
-    case RT_CLEAN_GC:
-        return "gc";
-    case RT_CLEAN_TRIM:
-        return "trim";
-    case RT_CLEAN_DEVICE:
-        return "device";
-    case RT_CLEAN_COUNT:
-        break;
-    }
-    return "?";
-}
-
 static bool backed_off(const struct roundtrim_action_history *h)
 {
     return h->probe_gap > 0;
@@ -149,15 +134,11 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
     plan->run[RT_CLEAN_TRIM] = why == NULL;
 }
 
-void roundtrim_policy_learn(struct roundtrim_policy_state *st,
-                            const struct roundtrim_policy_settings *set,
-                            enum roundtrim_clean_action a, bool gave_back, uint64_t cost_us,
-                            uint64_t wall_us, uint64_t measure_before)
+void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
+                            bool gave_back, uint64_t wall_us, uint64_t measure_before)
 {
-    (void)set;
     struct roundtrim_action_history *h = &st->act[a];
     h->runs++;
-    h->cost_us = cost_us;
     h->last_gave = gave_back;
     if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
         /* The trim's time grows with the freed heap it walks and returns: a running mean of
@@ -198,6 +179,5 @@ void roundtrim_policy_round_time(struct roundtrim_policy_state *st,
 
 void roundtrim_policy_charge(struct roundtrim_policy_state *st, uint64_t cpu_us)
 {
-    st->cleanup_cpu = cpu_us;
     st->credit_us -= (int64_t)cpu_us;
 }

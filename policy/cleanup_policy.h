@@ -40,14 +40,12 @@ struct roundtrim_action_history {
     uint64_t considered;     /* cleanup rounds that looked at it since it backed off */
     uint64_t probe_gap;      /* while backed off: cleanup rounds between two tries */
     uint64_t measure_at_off; /* its measure when it backed off */
-    uint64_t cost_us;        /* CPU time of its last run */
 };
 
 struct roundtrim_policy_state {
     struct roundtrim_action_history act[RT_CLEAN_COUNT];
-    int64_t credit_us;    /* cleanup CPU the budget still allows (may go below zero) */
-    uint64_t trim_rate;   /* trim wall time per MiB of freed heap it met, microseconds; 0 unknown */
-    uint64_t cleanup_cpu; /* the last cleanup's CPU time */
+    int64_t credit_us;  /* cleanup CPU the budget still allows (may go below zero) */
+    uint64_t trim_rate; /* trim wall time per MiB of freed heap it met, microseconds; 0 unknown */
 };
 
 /* What the round measured before its cleanup. A measure that is not known lets its action run
@@ -84,12 +82,10 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
                                const struct roundtrim_policy_inputs *in,
                                struct roundtrim_policy_plan *plan, uint64_t gc_freed);
 
-/* After an action ran: what it gave back (bytes; for gc, objects collected count too), its CPU
- * and wall time, and its measure before it ran (the trim's freed heap). */
-void roundtrim_policy_learn(struct roundtrim_policy_state *st,
-                            const struct roundtrim_policy_settings *set,
-                            enum roundtrim_clean_action a, bool gave_back, uint64_t cost_us,
-                            uint64_t wall_us, uint64_t measure_before);
+/* After an action ran: whether it gave something back, its wall time, and its measure before
+ * it ran (the trim's freed heap, which with the wall time teaches the trim's rate). */
+void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
+                            bool gave_back, uint64_t wall_us, uint64_t measure_before);
 
 /* A round of wall time round_us went by: the budget earns its share of it, up to ten rounds'
  * worth. */
@@ -99,8 +95,5 @@ void roundtrim_policy_round_time(struct roundtrim_policy_state *st,
 /* The CPU one cleanup spent (all its actions and the reads they needed), charged to the
  * budget. */
 void roundtrim_policy_charge(struct roundtrim_policy_state *st, uint64_t cpu_us);
-
-/* The name of an action in records ("gc", "trim", "device"). */
-const char *roundtrim_clean_action_name(enum roundtrim_clean_action a);
 
 #endif

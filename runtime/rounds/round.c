@@ -171,14 +171,12 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
         r->gc_skipped = plan->skipped[RT_CLEAN_GC];
     } else {
         uint64_t live = roundtrim_memory_live_now(), heap = heap_blocks_live_now();
-        uint64_t cpu = roundtrim_py_jobs_cpu_us();
         if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
             r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
             heap_freed = below(heap, heap_blocks_live_now());
-            roundtrim_policy_learn(&policy, set, RT_CLEAN_GC, r->gc_collected > 0,
-                                   roundtrim_py_jobs_cpu_us() - cpu, r->gc_us, 0);
+            roundtrim_policy_learn(&policy, RT_CLEAN_GC, r->gc_collected > 0, r->gc_us, 0);
         }
     }
     roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped, r->gc_collected);
@@ -197,7 +195,6 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
         r->trim_pause_predicted_us = plan->predicted_pause_us;
     } else {
         uint64_t rss = roundtrim_rss_bytes();
-        uint64_t cpu = roundtrim_thread_cpu_us();
         unsigned done = roundtrim_allocator_release(&r->trim_us);
         r->actions |= done;
         r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
@@ -208,23 +205,19 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
             steps.based = true;
         }
         if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
-            roundtrim_policy_learn(&policy, set, RT_CLEAN_TRIM,
-                                   r->trim_released_bytes >= GAVE_BACK_BYTES,
-                                   roundtrim_thread_cpu_us() - cpu, r->trim_us,
+            roundtrim_policy_learn(&policy, RT_CLEAN_TRIM,
+                                   r->trim_released_bytes >= GAVE_BACK_BYTES, r->trim_us,
                                    in->heap_free_known ? in->heap_free : 0);
     }
     program_trims_seen = roundtrim_program_trim_count(); /* ours included */
 }
 
-static void run_device(struct roundtrim_round_record *r,
-                       const struct roundtrim_policy_settings *set,
-                       const struct roundtrim_policy_plan *plan)
+static void run_device(struct roundtrim_round_record *r, const struct roundtrim_policy_plan *plan)
 {
     if (!plan->run[RT_CLEAN_DEVICE]) {
         r->torch_empty_cache_skipped = r->cuda_pool_trim_skipped = plan->skipped[RT_CLEAN_DEVICE];
         return;
     }
-    uint64_t cpu = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us();
     uint64_t t0 = roundtrim_now_us();
     uint64_t device = roundtrim_memory_device_now();
     const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
@@ -239,9 +232,8 @@ static void run_device(struct roundtrim_round_record *r,
     else
         r->cuda_pool_trim_skipped = roundtrim_skip_news(why);
     if (r->actions & (RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUDA_POOL_TRIM))
-        roundtrim_policy_learn(&policy, set, RT_CLEAN_DEVICE,
+        roundtrim_policy_learn(&policy, RT_CLEAN_DEVICE,
                                r->torch_released_bytes + r->cuda_pool_trim_bytes >= GAVE_BACK_BYTES,
-                               roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu,
                                roundtrim_now_us() - t0, 0);
 }
 
@@ -266,7 +258,7 @@ static void cleanup(struct roundtrim_round_record *r, bool pressure)
     }
     run_trim(r, &set, &in, &plan);
     if (cfg->cuda_empty_cache)
-        run_device(r, &set, &plan);
+        run_device(r, &plan);
     r->cleanup_us = roundtrim_now_us() - t0;
     r->cleanup_cpu_us = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu0;
     roundtrim_policy_charge(&policy, r->cleanup_cpu_us);
@@ -314,8 +306,6 @@ static void trim_step_maybe(void)
      * burst of frees between two samples); the round's end decides, and says so. */
     if (pause < cfg->trim_pause_ms * 1000u / 2 || pause > cfg->trim_pause_ms * 1000u)
         return;
-    struct roundtrim_policy_settings set;
-    policy_settings(&set);
     uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
     if (!roundtrim_allocator_release(&us))
         return;
@@ -323,7 +313,7 @@ static void trim_step_maybe(void)
     uint64_t spent = roundtrim_thread_cpu_us() - cpu;
     /* A step that found little teaches the rate nothing and is no verdict on the round end's. */
     if (released >= GAVE_BACK_BYTES)
-        roundtrim_policy_learn(&policy, &set, RT_CLEAN_TRIM, true, spent, us, freed);
+        roundtrim_policy_learn(&policy, RT_CLEAN_TRIM, true, us, freed);
     roundtrim_policy_charge(&policy, spent);
     steps.freed_base = net_freed_now();
     steps.count++;

@@ -44,11 +44,16 @@ static struct roundtrim_policy_plan decide(struct roundtrim_policy_state *st,
     return plan;
 }
 
+static const char *action_name(enum roundtrim_clean_action a)
+{
+    return a == RT_CLEAN_GC ? "gc" : a == RT_CLEAN_TRIM ? "trim" : "device";
+}
+
 static void ck_skip(const struct roundtrim_policy_plan *p, enum roundtrim_clean_action a,
                     const char *why)
 {
     ck_assert_msg(p->skipped[a] && strcmp(p->skipped[a], why) == 0, "%s: %s, expected %s",
-                  roundtrim_clean_action_name(a), p->skipped[a] ? p->skipped[a] : "runs", why);
+                  action_name(a), p->skipped[a] ? p->skipped[a] : "runs", why);
 }
 
 START_TEST(fixed_period_runs_every_action_whatever_it_gives)
@@ -61,8 +66,8 @@ START_TEST(fixed_period_runs_every_action_whatever_it_gives)
     for (int i = 0; i < 10; i++) {
         struct roundtrim_policy_plan p = decide(&st, &set, &in);
         ck_assert(p.run[RT_CLEAN_GC] && p.run[RT_CLEAN_TRIM] && p.run[RT_CLEAN_DEVICE]);
-        roundtrim_policy_learn(&st, &set, RT_CLEAN_TRIM, false, 1000, 1000, 0);
-        roundtrim_policy_learn(&st, &set, RT_CLEAN_GC, false, 1000, 1000, 0);
+        roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 1000, 0);
+        roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 1000, 0);
         roundtrim_policy_charge(&st, 1000000); /* far over any budget */
     }
 }
@@ -120,7 +125,7 @@ START_TEST(a_trim_that_gives_nothing_twice_backs_off_and_comes_back)
     struct roundtrim_policy_inputs in = glibc_round(40, 200);
     for (int i = 0; i < 2; i++) {
         ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
-        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+        roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 500, in.heap_free);
     }
     /* Backed off for 4 cleanup rounds: skipped 3 times, tried on the 4th. */
     int ran_at = 0;
@@ -133,17 +138,17 @@ START_TEST(a_trim_that_gives_nothing_twice_backs_off_and_comes_back)
     }
     ck_assert_int_eq(ran_at, 4);
     /* Nothing again: the gap doubles to 8. */
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 500, in.heap_free);
     ran_at = 0;
     for (int i = 1; i <= 8 && !ran_at; i++)
         if (decide(&st, &defaults, &in).run[RT_CLEAN_TRIM])
             ran_at = i;
     ck_assert_int_eq(ran_at, 8);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 500, 500, in.heap_free);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 500, in.heap_free);
     /* The free heap grows by the threshold: tried at once, and a trim that gives resets it. */
     struct roundtrim_policy_inputs more = glibc_round(40 + 4, 200);
     ck_assert(decide(&st, &defaults, &more).run[RT_CLEAN_TRIM]);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 500, 500, more.heap_free);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, 500, more.heap_free);
     for (int i = 0; i < 5; i++)
         ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
 }
@@ -155,14 +160,14 @@ START_TEST(the_gap_of_a_backed_off_action_stops_doubling_at_64)
     memset(&st, 0, sizeof st);
     struct roundtrim_policy_inputs in = glibc_round(40, 200);
     uint64_t gaps[8], n = 0;
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 1, in.heap_free);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 1, in.heap_free);
     while (n < 8) {
         uint64_t i = 1;
         while (!decide(&st, &defaults, &in).run[RT_CLEAN_TRIM])
             i++;
         gaps[n++] = i;
-        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, false, 1, 1, in.heap_free);
+        roundtrim_policy_learn(&st, RT_CLEAN_TRIM, false, 1, in.heap_free);
     }
     const uint64_t want[8] = {4, 8, 16, 32, 64, 64, 64, 64};
     for (int k = 0; k < 8; k++)
@@ -177,7 +182,7 @@ START_TEST(gc_follows_the_garbage_collections_find)
     struct roundtrim_policy_inputs in = glibc_round(0, 100);
     /* The first cleanup collects: nothing is known yet. */
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+    roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 80000, 0);
     /* The interpreter's own collections ran and found nothing: no cycles are being made. */
     in.gc_evidence = true;
     in.gc_collected = 0;
@@ -186,7 +191,7 @@ START_TEST(gc_follows_the_garbage_collections_find)
     /* They found some: collect. */
     in.gc_collected = 120;
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, true, 80000, 80000, 0);
+    roundtrim_policy_learn(&st, RT_CLEAN_GC, true, 80000, 0);
     /* Ours found some last time: collect again, whatever the evidence. */
     in.gc_collected = 0;
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
@@ -203,7 +208,7 @@ START_TEST(gc_backs_off_when_the_garbage_dies_young)
     in.gc_collected = 500;
     for (int i = 0; i < 2; i++) {
         ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
-        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+        roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 80000, 0);
     }
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
     ck_skip(&p, RT_CLEAN_GC, "no_yield");
@@ -212,7 +217,7 @@ START_TEST(gc_backs_off_when_the_garbage_dies_young)
     while (!decide(&st, &defaults, &in).run[RT_CLEAN_GC])
         ran_at++;
     ck_assert_int_eq(ran_at, 3); /* the skip above was the first of the four */
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, true, 80000, 80000, 0);
+    roundtrim_policy_learn(&st, RT_CLEAN_GC, true, 80000, 0);
     in.gc_collected = 0;
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
 }
@@ -225,7 +230,7 @@ START_TEST(gc_without_collections_of_its_own_backs_off_on_ours)
     struct roundtrim_policy_inputs in = glibc_round(0, 100); /* automatic gc off: no evidence */
     for (int i = 0; i < 2; i++) {
         ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
-        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 80000, 80000, 0);
+        roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 80000, 0);
     }
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
     ck_skip(&p, RT_CLEAN_GC, "no_yield");
@@ -285,7 +290,7 @@ START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits)
     struct roundtrim_policy_state st;
     memset(&st, 0, sizeof st);
     /* This process's trims took 2 ms per MiB of freed heap. */
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 100000, 100000, 50 * MIB);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, 100000, 50 * MIB);
     ck_assert_uint_eq(st.trim_rate, 2000);
     struct roundtrim_policy_inputs in = glibc_round(40, 400); /* 80 ms: under 100 */
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
@@ -309,9 +314,9 @@ START_TEST(memory_pressure_runs_everything)
 {
     struct roundtrim_policy_state st;
     memset(&st, 0, sizeof st);
-    roundtrim_policy_learn(&st, &defaults, RT_CLEAN_TRIM, true, 100000, 100000, 10 * MIB);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, 100000, 10 * MIB);
     for (int i = 0; i < 2; i++)
-        roundtrim_policy_learn(&st, &defaults, RT_CLEAN_GC, false, 1, 1, 0);
+        roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 1, 0);
     roundtrim_policy_charge(&st, 10000000);
     struct roundtrim_policy_inputs in = glibc_round(1000, 2000); /* a 10 s trim foreseen */
     in.pressure = true;
