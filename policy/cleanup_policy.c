@@ -87,6 +87,17 @@ static const char *decide_device(struct roundtrim_policy_state *st,
     return NULL;
 }
 
+/* Over budget: an action that ran before and costs what is left of this round's allowance. */
+static bool afford(const struct roundtrim_policy_state *st, struct roundtrim_policy_plan *plan,
+                   int a)
+{
+    const struct roundtrim_action_history *h = &st->act[a];
+    if (h->runs == 0 || (int64_t)h->cost_us > plan->allowance_us)
+        return false;
+    plan->allowance_us -= (int64_t)h->cost_us;
+    return true;
+}
+
 void roundtrim_policy_decide(struct roundtrim_policy_state *st,
                              const struct roundtrim_policy_settings *set,
                              const struct roundtrim_policy_inputs *in,
@@ -103,13 +114,22 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
     plan->skipped[RT_CLEAN_TRIM] =
         in->trim_possible ? decide_trim(st, set, in, &plan->predicted_pause_us) : NULL;
     plan->skipped[RT_CLEAN_DEVICE] = decide_device(st, set, in);
-    /* The budget: what is worth running waits while the cleanups so far spent more than their
-     * share of the rounds' time. */
+    /* The budget: while the cleanups so far spent more than their share of the rounds' time,
+     * what is worth running runs only if its usual cost fits in what the rounds since the last
+     * cleanup round earned, cheapest first (the credit then does not sink further). */
+    plan->allowance_us = st->earned_us;
+    st->earned_us = 0;
     bool over_budget = set->budget_percent > 0 && st->credit_us < 0;
-    for (int a = 0; a < RT_CLEAN_COUNT; a++) {
-        if (!plan->skipped[a] && over_budget)
-            plan->skipped[a] = "budget";
-        plan->run[a] = plan->skipped[a] == NULL;
+    bool judged[RT_CLEAN_COUNT] = {false};
+    for (int n = 0; n < RT_CLEAN_COUNT; n++) {
+        int cheapest = -1;
+        for (int a = 0; a < RT_CLEAN_COUNT; a++)
+            if (!judged[a] && (cheapest < 0 || st->act[a].cost_us < st->act[cheapest].cost_us))
+                cheapest = a;
+        judged[cheapest] = true;
+        if (!plan->skipped[cheapest] && over_budget && !afford(st, plan, cheapest))
+            plan->skipped[cheapest] = "budget";
+        plan->run[cheapest] = plan->skipped[cheapest] == NULL;
     }
 }
 
@@ -128,7 +148,7 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
     after.heap_free += gc_freed;
     plan->predicted_pause_us = 0;
     why = decide_trim(st, set, &after, &plan->predicted_pause_us);
-    if (!why && set->budget_percent > 0 && st->credit_us < 0)
+    if (!why && set->budget_percent > 0 && st->credit_us < 0 && !afford(st, plan, RT_CLEAN_TRIM))
         why = "budget";
     plan->skipped[RT_CLEAN_TRIM] = why;
     plan->run[RT_CLEAN_TRIM] = why == NULL;
@@ -140,6 +160,9 @@ void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_cl
     struct roundtrim_action_history *h = &st->act[a];
     h->runs++;
     h->last_gave = gave_back;
+    h->cost_us = h->cost_us ? (h->cost_us * 3 + wall_us) / 4 : wall_us;
+    if (h->cost_us == 0)
+        h->cost_us = 1; /* it ran: known, and cheap */
     if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
         /* The trim's time grows with the freed heap it walks and returns: a running mean of
          * this process's own rate predicts the next one's pause. */
@@ -173,8 +196,11 @@ void roundtrim_policy_round_time(struct roundtrim_policy_state *st,
     int64_t earned = (int64_t)(round_us / 100 * set->budget_percent);
     int64_t cap = earned * CREDIT_ROUNDS;
     st->credit_us += earned;
+    st->earned_us += earned;
     if (st->credit_us > cap)
         st->credit_us = cap;
+    if (st->earned_us > cap) /* rounds without a cleanup (the period off) */
+        st->earned_us = cap;
 }
 
 void roundtrim_policy_charge(struct roundtrim_policy_state *st, uint64_t cpu_us)

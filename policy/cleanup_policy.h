@@ -6,7 +6,10 @@
  *               RSS), and its predicted pause fits the pause limit;
  *   gc          when collections find garbage: ours last time, or the interpreter's own;
  *   device      when the PyTorch cache and the driver's pools hold enough;
- * all within a budget of cleanup CPU time per round time. An action that gave nothing back twice
+ * all within a budget of cleanup CPU time per round time: while the cleanups so far spent more
+ * than their share, an action runs only if its usual cost fits in what the rounds since the last
+ * cleanup earned (cheapest first), so an expensive gc never holds back a cheap cache release. An
+ * action that gave nothing back twice
  * in a row backs off: it is tried again when its measure has grown by its threshold since, or
  * after a gap that doubles (4 to 64 cleanup rounds). Memory pressure always runs everything.
  * Pure: the caller measures and runs; this file decides and learns. */
@@ -40,11 +43,13 @@ struct roundtrim_action_history {
     uint64_t considered;     /* cleanup rounds that looked at it since it backed off */
     uint64_t probe_gap;      /* while backed off: cleanup rounds between two tries */
     uint64_t measure_at_off; /* its measure when it backed off */
+    uint64_t cost_us;        /* its time per run, a running mean; 0 before it first ran */
 };
 
 struct roundtrim_policy_state {
     struct roundtrim_action_history act[RT_CLEAN_COUNT];
     int64_t credit_us;  /* cleanup CPU the budget still allows (may go below zero) */
+    int64_t earned_us;  /* what the rounds since the last cleanup round earned */
     uint64_t trim_rate; /* trim wall time per MiB of freed heap it met, microseconds; 0 unknown */
 };
 
@@ -67,6 +72,7 @@ struct roundtrim_policy_plan {
     bool run[RT_CLEAN_COUNT];
     const char *skipped[RT_CLEAN_COUNT]; /* why an action does not run, or NULL */
     uint64_t predicted_pause_us;         /* the trim's, when it was predicted */
+    int64_t allowance_us; /* while overdrawn: what cheap actions may still spend this round */
 };
 
 /* Decides one cleanup round. */

@@ -42,8 +42,9 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      "calls for it; 0 no limit"},
     {RT_OPT_CLEANUP_BUDGET, "ROUNDTRIM_CLEANUP_BUDGET", NULL, RT_TYPE_UINT, 0, 100, "20", NULL,
      NULL,
-     "percent; the most CPU time cleanups may take of the rounds' time, on average: past it the "
-     "actions wait (budget) until the rounds have earned it back; 0 no cap"},
+     "percent; the most CPU time cleanups may take of the rounds' time, on average: past it "
+     "only actions whose usual cost fits in what the last rounds earned run, the others wait "
+     "(budget) until the rounds have earned it back; 0 no cap"},
     {RT_OPT_CUDA_CACHE_MIN_MIB, "ROUNDTRIM_CUDA_CACHE_MIN_MIB", NULL, RT_TYPE_UINT, 0, 1u << 24,
      "32", NULL, NULL,
      "MiB; the CUDA release runs when PyTorch's cache and the driver's pools keep at least this "

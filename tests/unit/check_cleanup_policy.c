@@ -285,6 +285,40 @@ START_TEST(the_budget_holds_cleanups_back_until_rounds_earn_it)
 }
 END_TEST
 
+START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    struct roundtrim_policy_inputs in = glibc_round(50, 200);
+    in.device_cached = 512 * MIB;
+    /* Each has run once: the gc took 170 ms, the trim 3 ms, the device release 1 ms. */
+    roundtrim_policy_learn(&st, RT_CLEAN_GC, true, 170000, 0);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, 3000, 50 * MIB);
+    roundtrim_policy_learn(&st, RT_CLEAN_DEVICE, true, 1000, 0);
+    roundtrim_policy_charge(&st, 174000);
+    /* 20 ms rounds at 5%: a round earns 1 ms. After one round only the release fits. */
+    roundtrim_policy_round_time(&st, &defaults, 20000);
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_GC, "budget");
+    ck_skip(&p, RT_CLEAN_TRIM, "budget");
+    ck_assert(p.run[RT_CLEAN_DEVICE]);
+    roundtrim_policy_charge(&st, 1000);
+    /* Four rounds later (4 ms earned): the release and the trim, never the gc. */
+    for (int i = 0; i < 4; i++)
+        roundtrim_policy_round_time(&st, &defaults, 20000);
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_DEVICE] && p.run[RT_CLEAN_TRIM]);
+    ck_skip(&p, RT_CLEAN_GC, "budget");
+    /* An action that never ran has no known cost: it waits while overdrawn. */
+    struct roundtrim_policy_state fresh;
+    memset(&fresh, 0, sizeof fresh);
+    roundtrim_policy_charge(&fresh, 100000);
+    roundtrim_policy_round_time(&fresh, &defaults, 1000000);
+    p = decide(&fresh, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_DEVICE, "budget");
+}
+END_TEST
+
 START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits)
 {
     struct roundtrim_policy_state st;
@@ -353,6 +387,7 @@ int main(void)
     tcase_add_test(tc, gc_without_collections_of_its_own_backs_off_on_ours);
     tcase_add_test(tc, the_device_release_waits_for_a_cache_worth_it);
     tcase_add_test(tc, the_budget_holds_cleanups_back_until_rounds_earn_it);
+    tcase_add_test(tc, a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget);
     tcase_add_test(tc, a_trim_predicted_to_hold_the_heap_too_long_waits);
     tcase_add_test(tc, memory_pressure_runs_everything);
     tcase_add_test(tc, the_record_gives_the_cpu_share_with_two_decimals);
