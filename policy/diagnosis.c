@@ -209,11 +209,21 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
             "it; the fix is in the code that keeps them.",
             b);
     }
-    if (!ctx->sites)
+    double device = d->slope[RT_PART_DEVICE_LIVE];
+    if (device >= 0.5 * g) {
+        /* The allocation sites are the heap's: device memory is named by PyTorch's own. */
+        fmt_bytes(b, sizeof b, device);
+        say(d,
+            " Of it, %s per round is device memory held by live tensors: PyTorch's memory "
+            "snapshot names the code that allocates them "
+            "(torch.cuda.memory._record_memory_history(), then _dump_snapshot()).",
+            b);
+    } else if (!ctx->sites) {
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
-    else
+    } else {
         say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
                "the sites that grow.");
+    }
 }
 
 /* What keeps less freed heap resident, for the allocator in use. */
@@ -301,9 +311,16 @@ static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_co
             say(d, "Device memory cached by PyTorch or the driver's pools grows: set "
                    "NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
                    "roundtrim releases it at each cleanup.");
+        } else if (ctx->cleanup_every == 0) {
+            say(d, "Device memory cached by PyTorch or the driver's pools grows, and cleanup is "
+                   "off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or ROUNDTRIM_GC_ROUNDS=1) and "
+                   "roundtrim releases it at each cleanup.");
         } else {
-            say(d, "Device memory cached by PyTorch or the driver's pools grows although it is "
-                   "released at cleanup: cleanup may be too rare (ROUNDTRIM_GC_ROUNDS).");
+            say(d,
+                "Device memory cached by PyTorch or the driver's pools grows although it is "
+                "released at cleanup: cleanup every %llu rounds may be too rare "
+                "(ROUNDTRIM_GC_ROUNDS).",
+                (unsigned long long)ctx->cleanup_every);
         }
         break;
     case RT_CAUSE_OUTSIDE_HEAP:

@@ -112,20 +112,24 @@ const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes)
     return entered ? ROUNDTRIM_NOTHING_TO_DO : "no_context";
 }
 
-/* Adds what one pool keeps reserved beyond what is allocated from it. */
-static void add_cached(CUmemoryPool pool, uint64_t *cached)
+/* Adds what one pool keeps reserved, and what of it is allocated. */
+static void add_pool(CUmemoryPool pool, uint64_t *reserved, uint64_t *used)
 {
     __typeof__(&cuMemPoolGetAttribute) get_attr = ROUNDTRIM_CUDA_CALL(cuMemPoolGetAttribute);
-    cuuint64_t reserved = 0, used = 0;
-    if (get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS &&
-        get_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS && reserved > used)
-        *cached += reserved - used;
+    cuuint64_t r = 0, u = 0;
+    if (get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &r) == CUDA_SUCCESS &&
+        get_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &u) == CUDA_SUCCESS) {
+        *reserved += r;
+        *used += u < r ? u : r;
+    }
 }
 
-const char *roundtrim_cuda_pool_cached(uint64_t *cached)
+/* The pools the process used (the pinned host pools too when asked): what they keep reserved
+ * and what of it is allocated. */
+static const char *pool_totals(uint64_t *reserved, uint64_t *used, bool host)
 {
     bool host_pools;
-    *cached = 0;
+    *reserved = *used = 0;
     if (!roundtrim_cuda_seen())
         return "no_cuda";
     uint64_t async = roundtrim_cuda_devices_async();
@@ -140,16 +144,33 @@ const char *roundtrim_cuda_pool_cached(uint64_t *cached)
         CUmemoryPool pool = NULL;
         if ((async & (1ull << dev)) && default_pool && default_pool(&pool, dev) == CUDA_SUCCESS &&
             pool)
-            add_cached(pool, cached);
+            add_pool(pool, reserved, used);
     }
     uintptr_t pool;
-    for (int dev = -1; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
+    for (int dev = host ? -1 : 0; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
         if (dev >= 0 && !(created & (1ull << dev)))
             continue;
         for (int at = 0; roundtrim_cuda_pool_next(&at, dev, &pool); at++) {
-            add_cached((CUmemoryPool)pool, cached);
+            add_pool((CUmemoryPool)pool, reserved, used);
             roundtrim_cuda_pool_done(at);
         }
     }
     return NULL;
+}
+
+const char *roundtrim_cuda_pool_cached(uint64_t *cached)
+{
+    uint64_t reserved, used;
+    const char *why = pool_totals(&reserved, &used, true);
+    *cached = why ? 0 : reserved - used;
+    return why;
+}
+
+uint64_t roundtrim_cuda_device_held(void)
+{
+    uint64_t live = roundtrim_cuda_device_live(), reserved, used;
+    if (pool_totals(&reserved, &used, false))
+        return live;
+    /* Blocks allocated from a pool are counted live by the hooks and are part of its reserve. */
+    return (live > used ? live - used : 0) + reserved;
 }

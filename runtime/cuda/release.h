@@ -17,4 +17,9 @@ const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes);
  * NULL when read (0 without stream-ordered memory), else why not ("no_cuda", ...). */
 const char *roundtrim_cuda_pool_cached(uint64_t *cached);
 
+/* Device memory the process holds from the driver now: the blocks it allocated outside the
+ * stream-ordered pools, and what the pools keep reserved (allocated from or not). What a
+ * release of caches lowers, whichever allocator PyTorch uses. */
+uint64_t roundtrim_cuda_device_held(void);
+
 #endif

@@ -161,6 +161,15 @@ static const char *torch_memory_job_run(struct roundtrim_py_result *out)
     if (!torch_cuda_bytes(cuda, "memory_allocated", &out->count) ||
         !torch_cuda_bytes(cuda, "memory_reserved", &out->bytes))
         return "failed";
+    /* The cudaMallocAsync backend's reserve is the driver's default pool, which the pool
+     * readings count already: PyTorch then keeps no cache of its own. */
+    py_object *backend = call_torch_cuda(cuda, "get_allocator_backend");
+    const char *name = backend && P.Unicode_AsUTF8 ? P.Unicode_AsUTF8(backend) : NULL;
+    if (name && strcmp(name, "cudaMallocAsync") == 0)
+        out->bytes = out->count;
+    if (backend)
+        P.DecRef(backend);
+    P.Err_Clear();
     return NULL;
 }
 

@@ -105,5 +105,5 @@ uint64_t roundtrim_memory_live_now(void)
 
 uint64_t roundtrim_memory_device_now(void)
 {
-    return roundtrim_cuda_device_live();
+    return roundtrim_cuda_device_held();
 }

@@ -14,7 +14,7 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
 /* Bytes held by live malloc blocks and pymalloc arenas now (what a gc can lower). */
 uint64_t roundtrim_memory_live_now(void);
 
-/* Device bytes in use by the program now, as the driver hooks count them. */
+/* Device bytes the process holds from the driver now (its blocks and the pools' reserve). */
 uint64_t roundtrim_memory_device_now(void);
 
 #endif

@@ -13,7 +13,11 @@
 #        outside PyTorch's allocator (cuBLAS/cuBLASLt workspaces, tens of MiB on Hopper);
 #      - from round 2 on, cuda_live_bytes moves round to round exactly as memory_reserved() does,
 #        within GPU_DELTA_TOL_MIB (the libraries' own memory is allocated once, in round 1);
-#      - a cleanup round after freed blocks lowers the driver's used memory (cudaMemGetInfo).
+#      - a cleanup round after freed blocks lowers the driver's used memory (cudaMemGetInfo), every
+#        cleanup round releases the 512 MiB the round before left cached (however long the gc
+#        took), and the record's released bytes are what the driver got back;
+#      - the record's device_live + device_cached is what PyTorch reserved plus the libraries'
+#        own, and device_cached is never more than PyTorch's cache (nothing counted twice).
 #      (cudaMallocAsync: live follows the stream-ordered blocks, so it is compared with
 #      memory_allocated() instead, and PyTorch's own empty_cache trims the pool first.)
 #   2. a CUDA graph captured on another stream while a cleanup round runs: the round skips the
@@ -22,8 +26,12 @@
 #   3. contexts: the program selects its device with torch.cuda.set_device() (the last GPU, not
 #      CUDA_VISIBLE_DEVICES) and runs cleanup rounds with the cache release; nvidia-smi
 #      --query-compute-apps must list the process on that GPU only;
-#   4. the cost of a cudaMalloc + cudaFree pair (1 MiB) bare and under the library.
-# Settings: PYTHON (default python3), ROUNDTRIM_LIB, GPU_EXTRA_MAX_MIB (512), GPU_DELTA_TOL_MIB (0).
+#   4. the cost of a cudaMalloc + cudaFree pair (1 MiB) bare and under the library;
+#   5. the diagnosis of device growth: a program that keeps a 64 MiB tensor every round is a leak
+#      (device_live grows 64 MiB a round), one whose freed tensors grow the cache with cleanup
+#      off is the CUDA cache (device_cached grows 64 MiB a round).
+# Settings: PYTHON (default python3), ROUNDTRIM_LIB, GPU_EXTRA_MAX_MIB (512), GPU_DELTA_TOL_MIB (0),
+# GPU_KEEP (a folder: the programs' outputs, errors and round logs are copied there at the end).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -48,7 +56,11 @@ nvidia-smi -L >/dev/null 2>&1 || skip "nvidia-smi finds no GPU"
 }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+keep() {
+    [[ -n ${GPU_KEEP:-} ]] && mkdir -p "$GPU_KEEP" && tar -C "$tmp" -czf "$GPU_KEEP/gpu-run.tar.gz" .
+    rm -rf "$tmp"
+}
+trap keep EXIT
 
 # Shared by the Python programs below: round marking through the library, waiting for the record.
 cat >"$tmp/rt.py" <<'EOF'
@@ -154,6 +166,34 @@ for row in rows:
     if "torch_empty_cache" in cleanup or r.get("cuda_pool_trim_bytes", 0) > 0:
         if not row["used_after"] < row["used_before"]:
             fail.append(f"round {n}: the cleanup did not lower the driver's used memory")
+    # The record's split of device memory: live + cached is what the process holds (PyTorch's
+    # reserve and the libraries' own), cached never counted twice.
+    mem = r.get("memory") or {}
+    if "device_cached" not in mem or "device_live" not in mem:
+        fail.append(f"round {n}: no device_live/device_cached in the memory reading "
+                    f"({r.get('memory_skipped') or mem.get('device_cached_skipped')})")
+    else:
+        held = mem["device_live"] + mem["device_cached"]
+        if not row["reserved"] <= held <= row["reserved"] + extra_max:
+            fail.append(f"round {n}: device_live + device_cached = {held / MiB:.1f} MiB, "
+                        f"memory_reserved {row['reserved'] / MiB:.1f} MiB")
+        if mem["device_cached"] > row["reserved"] - row["allocated"] + tol + 64 * MiB:
+            fail.append(f"round {n}: device_cached {mem['device_cached'] / MiB:.1f} MiB is more "
+                        f"than PyTorch keeps ({(row['reserved'] - row['allocated']) / MiB:.1f} MiB)")
+    # Every cleanup round follows a round that left a freed 512 MiB block in the cache: the
+    # release runs, and what the record says it gave back is what the driver got back.
+    if n % 2 == 0:
+        released = r.get("torch_released_bytes", 0) + r.get("cuda_pool_trim_bytes", 0)
+        drop = row["used_before"] - row["used_after"]
+        print(f"[{mode}] {n:5d} cached before {mem.get('device_cached', 0) / MiB:.1f} MiB, "
+              f"released {released / MiB:.1f} MiB (record), {drop / MiB:.1f} MiB (driver); "
+              f"skipped: {r.get('torch_empty_cache_skipped')}")
+        if "torch_empty_cache" not in cleanup:
+            fail.append(f"round {n}: 512 MiB cached and no release "
+                        f"({r.get('torch_empty_cache_skipped')})")
+        elif released < 480 * MiB or abs(released - drop) > 64 * MiB:
+            fail.append(f"round {n}: the record says {released / MiB:.1f} MiB released, "
+                        f"the driver's used memory fell {drop / MiB:.1f} MiB")
     prev = row
 cleaned = [row for row in rows if "torch_empty_cache" in row["record"].get("cleanup", [])]
 if not cleaned:
@@ -220,6 +260,29 @@ mine = sorted(index.get(uuid, -1) for pid, uuid, *_ in smi("compute-apps=pid,gpu
               if pid == str(os.getpid()))
 print(json.dumps({"selected": k, "gpus": len(index), "listed_on": mine,
                   "cleanup": rec.get("cleanup", [])}))
+EOF
+
+# 5. The diagnosis of device memory growth: tensors the program keeps (a leak no cleanup can fix)
+#    against a cache that grows (what the release fixes).
+cat >"$tmp/grow.py" <<'EOF'
+import sys
+import torch
+from rt import MiB, round_end
+
+how = sys.argv[1]
+dev = torch.device("cuda")
+keep = []
+w = torch.randn(1024, 1024, device=dev)
+for n in range(1, 11):
+    y = w @ w
+    if how == "kept":
+        keep.append(torch.empty(64 * MiB, dtype=torch.uint8, device=dev))  # kept every round
+    else:
+        # n blocks at once, all freed: one more each round stays in the cache
+        tmp = [torch.empty(64 * MiB, dtype=torch.uint8, device=dev) for _ in range(n)]
+        del tmp
+    del y
+    round_end(n)
 EOF
 
 # 4. Cost of a cudaMalloc/cudaFree pair, through the libcudart PyTorch loaded.
@@ -320,6 +383,44 @@ else
     tail -20 "$tmp/device.err"
     status=1
 fi
+
+for how in kept cached; do
+    gc=1
+    [[ $how == cached ]] && gc=0 # no cleanup: the cache is left to grow
+    if GC_ROUNDS=$gc run_shimmed "$tmp/grow_$how.jsonl" "$PYTHON" "$tmp/grow.py" "$how" \
+        >"$tmp/grow_$how.out" 2>"$tmp/grow_$how.err"; then
+        "$PYTHON" - "$tmp/grow_$how.jsonl" "$how" <<'EOF' || status=1
+import json, sys
+path, how = sys.argv[1], sys.argv[2]
+recs = [json.loads(l) for l in open(path) if l.strip()]
+diag = [r for r in recs if r.get("event") == "diagnosis"]
+MiB = 1 << 20
+if not diag:
+    print(f"FAIL [diagnosis {how}]: no diagnosis record")
+    sys.exit(1)
+d = diag[-1]
+slopes = d.get("slopes", {})
+print(f"[diagnosis {how}] cause {d.get('cause')} ({d.get('decided_by')}), growth "
+      f"{d.get('growth_bytes_per_round', 0) / MiB:.1f} MiB/round, device_live "
+      f"{slopes.get('device_live', 0) / MiB:.1f}, device_cached "
+      f"{slopes.get('device_cached', 0) / MiB:.1f} MiB/round; advice: {d.get('advice')}")
+want, part = ("leak", "device_live") if how == "kept" else ("cuda_cache", "device_cached")
+fail = []
+if d.get("cause") != want:
+    fail.append(f"cause {d.get('cause')}, expected {want}")
+if not 0.9 * 64 * MiB <= slopes.get(part, 0) <= 1.1 * 64 * MiB:
+    fail.append(f"{part} grows {slopes.get(part, 0) / MiB:.1f} MiB/round, the program 64")
+for f in fail:
+    print(f"FAIL [diagnosis {how}]: {f}")
+print(f"[diagnosis {how}] {'FAIL' if fail else 'PASS'}")
+sys.exit(1 if fail else 0)
+EOF
+    else
+        echo "FAIL [diagnosis $how]: the run failed"
+        tail -20 "$tmp/grow_$how.err"
+        status=1
+    fi
+done
 
 bare=$(PYTHONPATH="$tmp" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || bare=""
 shim=$(run_shimmed "$tmp/cost.jsonl" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || shim=""

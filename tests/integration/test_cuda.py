@@ -387,6 +387,42 @@ def test_torch_empty_cache_skipped_while_a_capture_is_active(run_shim):
     assert "torch_empty_cache_skipped" not in rounds[0]
 
 
+def test_async_backend_cache_is_counted_once_and_its_release_measured(run_shim):
+    """PyTorch's cudaMallocAsync backend keeps its cache in the driver's default pool, and its
+    own empty_cache trims that pool: the record counts the pool's free reserve once (not again as
+    PyTorch's), and credits the release with what the pool gave back, not 0 because no block
+    was freed."""
+    res = run_shim([PYTHON, ROOT / "tests" / "python" / "torch_async.py"],
+                   env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true"), timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout_json()[0]
+    assert out["reserved_before"] >= 40 * MiB and out["reserved_after"] < 10 * MiB, out
+    r = res.rounds[0]
+    assert r["memory"]["device_cached"] == out["reserved_before"] - 8 * MiB
+    assert r["memory"]["device_live"] == 8 * MiB
+    assert "torch_empty_cache" in r["cleanup"]
+    assert r["torch_released_bytes"] == out["reserved_before"] - out["reserved_after"]
+    assert r["cuda_pool_trim_bytes"] == 0  # PyTorch's own trim left nothing
+
+
+def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim):
+    """The adaptive policy with its default budget: a full gc that walks two million objects
+    costs more than 20% of 20 ms rounds, so it waits for the budget; the release of the 48 MiB
+    PyTorch cache costs little, so it runs in every round all the same."""
+    res = run_shim([PYTHON, ROOT / "tests" / "python" / "torch_budget.py"],
+                   env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true", ROUNDTRIM_ADAPTIVE="true"),
+                   timeout=120)
+    assert res.returncode == 0, res.stderr
+    rounds = res.rounds
+    assert len(rounds) == 8
+    assert res.stdout_json() == [{"released": 8}]
+    for r in rounds:
+        assert "torch_empty_cache" in r["cleanup"], r
+        assert r["torch_released_bytes"] == 48 * MiB
+    waited = [r["round"] for r in rounds if r.get("gc_skipped") == "budget"]
+    assert waited, [(r["round"], r.get("gc_skipped"), r["cleanup_cpu_us"]) for r in rounds]
+
+
 # ---- which variant each lookup hands out --------------------------------------------------------
 
 

@@ -170,6 +170,35 @@ START_TEST(device_cache_growing_is_cuda_cache)
     roundtrim_diagnose(s, make(s, 10, &sh, true, true), &no_release, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "cuda_cache");
     ck_assert_ptr_nonnull(strstr(d.advice, "NVFLARE_CUDA_EMPTY_CACHE=true"));
+    /* The release is on but cleanup is off, or rare: each said as it is. */
+    struct roundtrim_diag_context off = every_round;
+    off.cleanup_every = 0;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, true), &off, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "cuda_cache");
+    ck_assert_ptr_nonnull(strstr(d.advice, "cleanup is off"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1"));
+    struct roundtrim_diag_context rare = every_round;
+    rare.cleanup_every = 5;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, true), &rare, &d);
+    ck_assert_ptr_nonnull(strstr(d.advice, "cleanup every 5 rounds may be too rare"));
+}
+END_TEST
+
+START_TEST(tensors_kept_on_the_device_are_a_leak_named_by_pytorch)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.base[RT_PART_DEVICE_LIVE] = 500 * MIB;
+    sh.grow[RT_PART_DEVICE_LIVE] = 64 * MIB;
+    sh.gc_collected = 10; /* the gc ran and freed none of it */
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, true), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "64.0 MiB per round is device memory"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "_record_memory_history"));
+    /* the heap's sites cannot name device allocations: not offered */
+    ck_assert_ptr_null(strstr(d.advice, "ROUNDTRIM_SITES"));
 }
 END_TEST
 
@@ -373,6 +402,7 @@ int main(void)
     tcase_add_test(tc, what_trim_recovers_every_round_is_fragmentation);
     tcase_add_test(tc, what_gc_frees_every_round_is_garbage);
     tcase_add_test(tc, device_cache_growing_is_cuda_cache);
+    tcase_add_test(tc, tensors_kept_on_the_device_are_a_leak_named_by_pytorch);
     tcase_add_test(tc, anonymous_growth_beside_a_flat_heap_is_outside_the_heap);
     tcase_add_test(tc, flat_memory_is_none_and_noise_is_not_growth);
     tcase_add_test(tc, a_freed_heap_that_swings_is_noise_beside_a_steady_leak);
