@@ -403,6 +403,15 @@ def test_async_backend_cache_is_counted_once_and_its_release_measured(run_shim):
     assert "torch_empty_cache" in r["cleanup"]
     assert r["torch_released_bytes"] == out["reserved_before"] - out["reserved_after"]
     assert r["cuda_pool_trim_bytes"] == 0  # PyTorch's own trim left nothing
+    # the report's device column is what the process held (the pool's reserve with it), and its
+    # summary counts what the release gave back
+    rep = subprocess.run([ROOT / "scripts" / "roundtrim", "report", res.log_path],
+                         capture_output=True, text=True, timeout=60)
+    assert rep.returncode == 0, rep.stderr
+    row = next(l.split() for l in rep.stdout.splitlines() if l.split()[:1] == ["1"])
+    assert f"{out['reserved_before'] / MiB:.1f}" in row, rep.stdout
+    released = (out["reserved_before"] - out["reserved_after"]) / MiB
+    assert f"MiB of RSS and {released:.1f} MiB of device memory" in rep.stdout, rep.stdout
 
 
 def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim):
