@@ -2,6 +2,7 @@
 when it does not; the fixed period runs everything; the CPU budget and the pause limit hold; the
 records carry each cleanup's CPU share."""
 
+import math
 import statistics
 
 from conftest import PYTHON, ROOT, prog
@@ -170,16 +171,21 @@ def test_the_cuda_release_waits_for_a_cache_worth_it(run_shim):
 
 
 def test_a_heap_freed_as_the_round_goes_is_trimmed_in_steps_under_the_pause_limit(run_shim):
-    # 140 MiB freed over ~100 ms a round, between survivors: one trim at the round's end would
-    # hold the arena for all of it; with a 5 ms limit the worker trims as the frees come.
-    recs = native(run_shim, "gradual", n=5, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS="5")
+    # 140 MiB freed in 16 batches 100 ms apart a round, between survivors. Without a limit the
+    # round's end trims all of it at once, and no step is taken.
+    once = native(run_shim, "gradual", n=3, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS="0")
+    assert all("trim_steps" not in r and r["cleanup"] == ["trim"] for r in once)
+    assert all(r["trim_released_bytes"] > 100 * MiB for r in once)
+    # This machine's trim time per MiB of freed heap, from those trims: the limit is set so that
+    # one batch (8.75 MiB) takes at most a quarter of it, and so the whole round's frees
+    # (16 batches) four times it: one trim at the round's end would hold the arena too long, so
+    # the worker trims as the frees come, whatever the machine's speed.
+    us_per_mib = max(r["trim_us"] / (r["memory"]["heap_free"] / MiB) for r in once)
+    limit_ms = max(5, math.ceil(us_per_mib * 8.75 * 4 / 1000))
+    recs = native(run_shim, "gradual", n=5, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS=str(limit_ms))
     stepped = [r for r in recs[1:] if r.get("trim_steps", 0) >= 2]
-    assert len(stepped) >= 3, [(r["round"], r.get("trim_steps")) for r in recs]
+    assert len(stepped) >= 3, (limit_ms, [(r["round"], r.get("trim_steps")) for r in recs])
     for r in stepped:
         assert r["trim_steps_released_bytes"] > 80 * MiB, r
         assert r["memory"]["heap_free"] < 60 * MiB, r  # most of it already returned
         assert r["cleanup_cpu_us"] > 0
-    # Without a limit the round's end trims all of it at once, and no step is taken.
-    once = native(run_shim, "gradual", n=3, pause_ms=400, ROUNDTRIM_TRIM_PAUSE_MS="0")
-    assert all("trim_steps" not in r and r["cleanup"] == ["trim"] for r in once)
-    assert all(r["trim_released_bytes"] > 100 * MiB for r in once)
