@@ -22,6 +22,8 @@
 #define NOISE_SIGMAS 3.0
 /* A cause has most of it when its share reaches this; below, the diagnosis says "mixed". */
 #define DOMINANT 0.6
+/* In a mixed case, a leak with at least this fraction of the leading cause's growth leads. */
+#define LEAK_FIRST 0.8
 /* Freed heap kept resident is the problem when it is this share of RSS, at least FREE_MIN. */
 #define FREE_SHARE  0.5
 #define FREE_MIN    ((double)(8 << 20))
@@ -377,8 +379,12 @@ static bool weigh(struct roundtrim_diagnosis *d, const double *score)
         if (!best || score[k] > score[best])
             best = k;
     }
-    d->cause = (enum roundtrim_cause)best;
     d->mixed = d->share[best] < DOMINANT;
+    /* A leak close behind another cause is named first: no cleanup fixes it, and the blocks it
+     * keeps pin the pages around them, so a free heap growing beside it is often its doing. */
+    if (d->mixed && best != RT_CAUSE_LEAK && score[RT_CAUSE_LEAK] >= LEAK_FIRST * score[best])
+        best = RT_CAUSE_LEAK;
+    d->cause = (enum roundtrim_cause)best;
     return true;
 }
 

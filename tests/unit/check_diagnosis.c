@@ -340,6 +340,28 @@ START_TEST(a_mixed_case_names_the_shares)
 }
 END_TEST
 
+START_TEST(a_leak_close_behind_a_growing_free_heap_is_named_first)
+{
+    /* A client that keeps 1 MiB a round between its freed blocks: the free heap around them
+     * grows about as fast (measured on a real NVFlare client: 1.09 and 1.19 MiB a round). */
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 1.09 * MIB;
+    sh.grow[RT_PART_HEAP_FREE] = 1.19 * MIB;
+    sh.gc_collected = 10; /* the gc runs and frees none of it */
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &every_round, &d);
+    ck_assert(d.mixed);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "Mixed causes: leak 48% fragmentation 52%"));
+    /* Far behind, it is not. */
+    sh.grow[RT_PART_HEAP_LIVE] = 0.6 * MIB;
+    roundtrim_diagnose(s, make(s, 10, &sh, false, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "fragmentation");
+}
+END_TEST
+
 START_TEST(unknown_parts_are_never_read_as_flat)
 {
     struct roundtrim_diag_sample s[10];
@@ -411,6 +433,7 @@ int main(void)
     tcase_add_test(tc, fragmentation_advice_fits_the_allocator);
     tcase_add_test(tc, a_trim_that_returns_little_of_the_free_heap_says_it_is_pinned);
     tcase_add_test(tc, a_mixed_case_names_the_shares);
+    tcase_add_test(tc, a_leak_close_behind_a_growing_free_heap_is_named_first);
     tcase_add_test(tc, unknown_parts_are_never_read_as_flat);
     tcase_add_test(tc, too_few_rounds_say_so);
     tcase_add_test(tc, json_form);
