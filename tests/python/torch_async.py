@@ -8,29 +8,17 @@ import ctypes
 import json
 import os
 import sys
-import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from round_wait import end_round  # noqa: E402
+from standin_cuda import check, primary_context, standin_torch  # noqa: E402
 
 MiB = 1 << 20
 RESERVED, USED = 0x5, 0x7  # CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, _USED_MEM_CURRENT
 
-cu = ctypes.CDLL("libcuda.so.1")
-
-
-def check(name, *args):
-    rc = getattr(cu, name)(*args)
-    if rc != 0:
-        raise SystemExit(f"{name}: {rc}")
-
-
-dev, ctx, pool = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p()
-check("cuInit", 0)
-check("cuDeviceGet", ctypes.byref(dev), 0)
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
-check("cuCtxSetCurrent", ctx)
+pool = ctypes.c_void_p()
+dev, _ = primary_context(0)
 check("cuDeviceGetDefaultMemPool", ctypes.byref(pool), dev)
 
 
@@ -40,16 +28,11 @@ def pool_attr(attr):
     return v.value
 
 
-cuda = types.ModuleType("torch.cuda")
-cuda.is_initialized = lambda: True
-cuda.get_allocator_backend = lambda: "cudaMallocAsync"
-cuda.memory_allocated = lambda: pool_attr(USED)
-cuda.memory_reserved = lambda: pool_attr(RESERVED)
-cuda.empty_cache = lambda: check("cuMemPoolTrimTo", pool, ctypes.c_size_t(0))
-torch = types.ModuleType("torch")
-torch.cuda = cuda
-sys.modules["torch"] = torch
-sys.modules["torch.cuda"] = cuda
+standin_torch(is_initialized=lambda: True,
+              get_allocator_backend=lambda: "cudaMallocAsync",
+              memory_allocated=lambda: pool_attr(USED),
+              memory_reserved=lambda: pool_attr(RESERVED),
+              empty_cache=lambda: check("cuMemPoolTrimTo", pool, ctypes.c_size_t(0)))
 
 kept, freed = ctypes.c_uint64(), ctypes.c_uint64()
 check("cuMemAllocAsync", ctypes.byref(kept), ctypes.c_size_t(8 * MiB), None)

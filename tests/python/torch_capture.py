@@ -10,11 +10,11 @@ import json
 import os
 import sys
 import threading
-import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from round_wait import end_round  # noqa: E402
+from standin_cuda import check, primary_context, standin_torch  # noqa: E402
 
 ran_in = []
 round_no = 1
@@ -29,22 +29,7 @@ def is_initialized():
     return True
 
 
-cuda = types.ModuleType("torch.cuda")
-cuda.is_initialized = is_initialized
-cuda.empty_cache = lambda: ran_in.append(round_no)
-torch = types.ModuleType("torch")
-torch.cuda = cuda
-sys.modules["torch"] = torch
-sys.modules["torch.cuda"] = cuda
-
-cu = ctypes.CDLL("libcuda.so.1")
-
-
-def check(name, *args):
-    rc = getattr(cu, name)(*args)
-    if rc != 0:
-        raise SystemExit(f"{name}: {rc}")
-
+standin_torch(is_initialized=is_initialized, empty_cache=lambda: ran_in.append(round_no))
 
 captured = []
 
@@ -55,12 +40,9 @@ def begin_capture():
     captured.append(True)
 
 
-dev, ctx, ptr, graph = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64(), ctypes.c_void_p()
+ptr, graph = ctypes.c_uint64(), ctypes.c_void_p()
 stream = ctypes.c_void_p(0x10)
-check("cuInit", 0)
-check("cuDeviceGet", ctypes.byref(dev), 0)
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
-check("cuCtxSetCurrent", ctx)
+_, ctx = primary_context(0)
 check("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(1 << 20))
 
 end_round(1)

@@ -11,35 +11,18 @@ import ctypes
 import json
 import os
 import sys
-import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from round_wait import end_round  # noqa: E402
+from standin_cuda import check, cu, primary_context, standin_torch  # noqa: E402
 
-cu = ctypes.CDLL("libcuda.so.1")
 ran_on = []
+standin_torch(is_initialized=lambda: True,
+              empty_cache=lambda: ran_on.append(cu.fakecudaTestRuntimeCall()))
 
-cuda = types.ModuleType("torch.cuda")
-cuda.is_initialized = lambda: True
-cuda.empty_cache = lambda: ran_on.append(cu.fakecudaTestRuntimeCall())
-torch = types.ModuleType("torch")
-torch.cuda = cuda
-sys.modules["torch"] = torch
-sys.modules["torch.cuda"] = cuda
-
-
-def check(name, *args):
-    rc = getattr(cu, name)(*args)
-    if rc != 0:
-        raise SystemExit(f"{name}: {rc}")
-
-
-dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
-check("cuInit", 0)
-check("cuDeviceGet", ctypes.byref(dev), 1)
-check("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
-check("cuCtxSetCurrent", ctx)
+ptr = ctypes.c_uint64()
+dev, ctx = primary_context(1)
 check("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(1 << 20))
 check("cuMemFree_v2", ptr)
 end_round(1)
