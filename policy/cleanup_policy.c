@@ -155,18 +155,18 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
 }
 
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
-                            bool gave_back, uint64_t wall_us, uint64_t measure_before)
+                            bool gave_back, uint64_t took_us, uint64_t measure_before)
 {
     struct roundtrim_action_history *h = &st->act[a];
     h->runs++;
     h->last_gave = gave_back;
-    h->cost_us = h->cost_us ? (h->cost_us * 3 + wall_us) / 4 : wall_us;
+    h->cost_us = h->cost_us ? (h->cost_us * 3 + took_us) / 4 : took_us;
     if (h->cost_us == 0)
         h->cost_us = 1; /* it ran: known, and cheap */
     if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
         /* The trim's time grows with the freed heap it walks and returns: a running mean of
          * this process's own rate predicts the next one's pause. */
-        uint64_t rate = wall_us / (measure_before / MIB);
+        uint64_t rate = took_us / (measure_before / MIB);
         st->trim_rate = st->trim_rate ? (st->trim_rate * 3 + rate) / 4 : rate;
         if (st->trim_rate == 0)
             st->trim_rate = 1; /* known, and fast: 0 would mean "unknown" */

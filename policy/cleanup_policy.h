@@ -43,7 +43,7 @@ struct roundtrim_action_history {
     uint64_t considered;     /* cleanup rounds that looked at it since it backed off */
     uint64_t probe_gap;      /* while backed off: cleanup rounds between two tries */
     uint64_t measure_at_off; /* its measure when it backed off */
-    uint64_t cost_us;        /* its time per run, a running mean; 0 before it first ran */
+    uint64_t cost_us;        /* what a run takes, a running mean; 0 before it first ran */
 };
 
 struct roundtrim_policy_state {
@@ -88,10 +88,12 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
                                const struct roundtrim_policy_inputs *in,
                                struct roundtrim_policy_plan *plan, uint64_t gc_freed);
 
-/* After an action ran: whether it gave something back, its wall time, and its measure before
- * it ran (the trim's freed heap, which with the wall time teaches the trim's rate). */
+/* After an action ran: whether it gave something back, what it took (its usual cost, which the
+ * budget weighs; the trim's and the gc's wall time, which they spend on CPU holding a lock, the
+ * device release's CPU time), and its measure before it ran (the trim's freed heap, which with
+ * the wall time teaches the trim's rate). */
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
-                            bool gave_back, uint64_t wall_us, uint64_t measure_before);
+                            bool gave_back, uint64_t took_us, uint64_t measure_before);
 
 /* A round of wall time round_us went by: the budget earns its share of it, up to ten rounds'
  * worth. */

@@ -218,7 +218,9 @@ static void run_device(struct roundtrim_round_record *r, const struct roundtrim_
         r->torch_empty_cache_skipped = r->cuda_pool_trim_skipped = plan->skipped[RT_CLEAN_DEVICE];
         return;
     }
-    uint64_t t0 = roundtrim_now_us();
+    /* Its cost is CPU, the worker's and the helper's: the pool trim's synchronize may wait
+     * long for the program's queued GPU work without spending any. */
+    uint64_t cpu0 = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us();
     uint64_t device = roundtrim_memory_device_now();
     const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
     if (!why) {
@@ -234,7 +236,7 @@ static void run_device(struct roundtrim_round_record *r, const struct roundtrim_
     if (r->actions & (RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUDA_POOL_TRIM))
         roundtrim_policy_learn(&policy, RT_CLEAN_DEVICE,
                                r->torch_released_bytes + r->cuda_pool_trim_bytes >= GAVE_BACK_BYTES,
-                               roundtrim_now_us() - t0, 0);
+                               roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu0, 0);
 }
 
 /* gc first so that what it frees goes back to the OS in the same cleanup, then the heap, then

@@ -14,6 +14,7 @@
  *   FAKECUDA_PROC_INTERNAL=1     cuGetProcAddress* hands out internal addresses (functions of the
  *                                same ABI that are not the exports), as a real driver may
  *   FAKECUDA_NO_STREAM_DEVICE=1  cuStreamGetDevice answers NOT_SUPPORTED (a driver before 12.8)
+ *   FAKECUDA_SYNC_MS=ms          cuCtxSynchronize waits that long (GPU work still queued), asleep
  *
  * Like the real driver, the current context is per thread (a stack: cuCtxPush/PopCurrent), streams
  * belong to the context current when they were created, stream-ordered memory comes from the
@@ -50,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/cuda/types.h"
 
@@ -99,6 +101,7 @@ static uint64_t total_mem = 16ull << 30;
 static uint64_t fail_over = UINT64_MAX;
 static int captures;
 static bool proc_internal, no_stream_device;
+static uint64_t sync_ms; /* cuCtxSynchronize waits this long */
 static unsigned long stat_init, stat_retain, stat_activate, stat_ctx_create, stat_trim, stat_sync;
 static unsigned long stat_touch[MAX_DEV], stat_created[MAX_DEV], stat_implicit[MAX_DEV];
 static unsigned long stat_trim_dev[MAX_DEV];
@@ -227,6 +230,7 @@ __attribute__((constructor)) static void fake_setup(void)
     fail_over = env_u64("FAKECUDA_FAIL_ALLOC_OVER", UINT64_MAX);
     proc_internal = env_u64("FAKECUDA_PROC_INTERNAL", 0) != 0;
     no_stream_device = env_u64("FAKECUDA_NO_STREAM_DEVICE", 0) != 0;
+    sync_ms = env_u64("FAKECUDA_SYNC_MS", 0);
     for (uint32_t i = 0; i < SLOTS; i++)
         free_stack[i] = SLOTS - 1 - i;
     free_top = SLOTS;
@@ -499,6 +503,11 @@ EXPORT CUresult cuCtxSynchronize(void)
     CUresult rc = need_ctx();
     if (rc == CUDA_SUCCESS)
         touch(current->device);
+    if (rc == CUDA_SUCCESS && sync_ms) {
+        struct timespec t = {(time_t)(sync_ms / 1000), (long)(sync_ms % 1000) * 1000000L};
+        while (nanosleep(&t, &t) != 0) {
+        }
+    }
     return rc;
 }
 

@@ -414,13 +414,18 @@ def test_async_backend_cache_is_counted_once_and_its_release_measured(run_shim):
     assert f"MiB of RSS and {released:.1f} MiB of device memory" in rep.stdout, rep.stdout
 
 
-def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim):
+@pytest.mark.parametrize("queued", [False, True])
+def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim, queued):
     """The adaptive policy with its default budget: a full gc that walks two million objects
     costs more than 20% of 20 ms rounds, so it waits for the budget; the release of the 48 MiB
-    PyTorch cache costs little, so it runs in every round all the same."""
-    res = run_shim([PYTHON, ROOT / "tests" / "python" / "torch_budget.py"],
-                   env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true", ROUNDTRIM_ADAPTIVE="true"),
-                   timeout=120)
+    PyTorch cache costs little CPU, so it runs in every round all the same, also when its pool
+    trim's synchronize waits 150 ms for queued GPU work (time, not CPU)."""
+    argv = [PYTHON, ROOT / "tests" / "python" / "torch_budget.py"]
+    env = cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true", ROUNDTRIM_ADAPTIVE="true")
+    if queued:
+        argv.append("stream_ordered")
+        env["FAKECUDA_SYNC_MS"] = "150"
+    res = run_shim(argv, env=env, timeout=120)
     assert res.returncode == 0, res.stderr
     rounds = res.rounds
     assert len(rounds) == 8
@@ -430,6 +435,9 @@ def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim):
         assert r["torch_released_bytes"] == 48 * MiB
     waited = [r["round"] for r in rounds if r.get("gc_skipped") == "budget"]
     assert waited, [(r["round"], r.get("gc_skipped"), r["cleanup_cpu_us"]) for r in rounds]
+    if queued:
+        assert all("cuda_pool_trim" in r["cleanup"] for r in rounds)
+        assert all(r["cleanup_us"] >= 150000 for r in rounds)
 
 
 # ---- which variant each lookup hands out --------------------------------------------------------
