@@ -32,3 +32,14 @@ print-layers:
 layers:
 	@$(PYTHON) scripts/check-layers $(LAYERS)
 check: layers
+
+# A C++ library and the C program that opens it late (dlopen) or is linked with it: the operator
+# new and delete forms keep C++ semantics whoever loads libstdc++, and whenever.
+# (build/tests/cxx_semantics, the plain test program, is the one that opens it.)
+CHECK_DEPS += $(BUILD)/tests/libcxx_semantics.so $(BUILD)/tests/cxx_semantics_linked
+$(BUILD)/tests/libcxx_semantics.so: tests/programs/libcxx_semantics.cpp tests/programs/round_sync.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin -fPIC -shared $< -o $@ -ldl
+$(BUILD)/tests/cxx_semantics_linked: tests/programs/cxx_semantics.c $(BUILD)/tests/libcxx_semantics.so
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -DLINKED $< -o $@ -L$(BUILD)/tests -lcxx_semantics -Wl,-rpath,'$$ORIGIN' -ldl

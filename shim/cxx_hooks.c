@@ -11,18 +11,23 @@
  * counted and jemalloc's figure copied once the operator returned.
  *
  * The forwarding keeps C++ semantics: the next operator new throws std::bad_alloc through this
- * frame (the file is built with unwind tables), nothrow forms return NULL. */
+ * frame (the file is built with unwind tables), nothrow forms return NULL. The C++ runtime is
+ * looked for until found, wherever the loader put it (runtime/alloc/cxx_runtime.h); until then
+ * each form does what the standard asks of it on the malloc family (any power-of-two alignment;
+ * a throwing form calls the new handler and throws, never returns NULL). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "runtime/core/export.h"
 #include "runtime/sites/sampler.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/alloc/next_alloc.h"
-#include "runtime/core/real_dlsym.h"
+#include "runtime/alloc/cxx_runtime.h"
+#include "runtime/core/loaded_object.h"
 
 enum cxx_op {
     NEW,
@@ -45,11 +50,15 @@ enum cxx_op {
     DELETE_ARRAY_SIZED_ALIGNED,
     DELETE_ALIGNED_NOTHROW,
     DELETE_ARRAY_ALIGNED_NOTHROW,
-    CXX_OP_COUNT
+    CXX_OP_COUNT,
+    /* The runtime's own parts the fallbacks need where it lacks a form. */
+    GET_NEW_HANDLER = CXX_OP_COUNT,
+    THROW_BAD_ALLOC,
+    CXX_NAME_COUNT
 };
 
 /* Itanium C++ ABI names for 64-bit size_t. */
-static const char *const op_names[CXX_OP_COUNT] = {
+static const char *const op_names[CXX_NAME_COUNT] = {
     [NEW] = "_Znwm",
     [NEW_ARRAY] = "_Znam",
     [NEW_NOTHROW] = "_ZnwmRKSt9nothrow_t",
@@ -70,22 +79,34 @@ static const char *const op_names[CXX_OP_COUNT] = {
     [DELETE_ARRAY_SIZED_ALIGNED] = "_ZdaPvmSt11align_val_t",
     [DELETE_ALIGNED_NOTHROW] = "_ZdlPvSt11align_val_tRKSt9nothrow_t",
     [DELETE_ARRAY_ALIGNED_NOTHROW] = "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+    [GET_NEW_HANDLER] = "_ZSt15get_new_handlerv",
+    [THROW_BAD_ALLOC] = "_ZSt17__throw_bad_allocv",
 };
 
-static void *next_op[CXX_OP_COUNT];
+static void *next_op[CXX_NAME_COUNT];
 static bool resolved;
 static bool counts_here; /* the next operator new is the next malloc's library's own */
+static uint64_t searched_at = UINT64_MAX; /* the loader's additions when a search found nothing */
 
 /* Looked up at the first call: the C++ runtime may be loaded long after roundtrim (a Python
- * program importing torch), and by then it is. */
+ * program importing torch), and by then it is. A search that found nothing is repeated once the
+ * loader has loaded more (a C program that opens a C++ library later). */
 static void resolve(void)
 {
-    for (int i = 0; i < CXX_OP_COUNT; i++)
-        __atomic_store_n(&next_op[i], roundtrim_next_symbol(op_names[i]), __ATOMIC_RELAXED);
-    Dl_info op_lib, malloc_lib;
-    bool same = next_op[NEW] && dladdr(next_op[NEW], &op_lib) &&
-                dladdr((void *)roundtrim_next.malloc, &malloc_lib) &&
-                op_lib.dli_fbase == malloc_lib.dli_fbase;
+    uint64_t adds = roundtrim_loaded_objects_added();
+    if (adds == __atomic_load_n(&searched_at, __ATOMIC_RELAXED))
+        return;
+    void *found[CXX_NAME_COUNT];
+    if (!roundtrim_cxx_runtime_find(op_names, found, CXX_NAME_COUNT)) {
+        __atomic_store_n(&searched_at, adds, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int i = 0; i < CXX_NAME_COUNT; i++)
+        __atomic_store_n(&next_op[i], found[i], __ATOMIC_RELAXED);
+    struct roundtrim_loaded_object op_lib, malloc_lib;
+    bool same = roundtrim_loaded_object_of(found[NEW], &op_lib) &&
+                roundtrim_loaded_object_of((void *)roundtrim_next.malloc, &malloc_lib) &&
+                roundtrim_loaded_object_same(&op_lib, &malloc_lib);
     __atomic_store_n(&counts_here, same, __ATOMIC_RELAXED);
     __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
 }
@@ -94,7 +115,7 @@ static inline void *op(enum cxx_op i)
 {
     if (__builtin_expect(!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 0))
         resolve();
-    return next_op[i];
+    return __atomic_load_n(&next_op[i], __ATOMIC_RELAXED);
 }
 
 /* Counts a block the next operator new returned, unless it already went through our malloc.
@@ -147,40 +168,74 @@ static inline void after_delete(void *p, struct pending_free f)
     }
 }
 
-/* Without any C++ runtime after us (no caller could then exist, but be safe), fall back on the
- * malloc family, which counts by itself. */
+/* Where the runtime lacks a form (or none is loaded yet, which no C++ caller can see), the
+ * malloc family serves it, with the standard's rules. */
+static void *aligned_block(size_t n, size_t align)
+{
+    if (align == 0 || (align & (align - 1)))
+        return NULL;
+    if (align < sizeof(void *))
+        align = sizeof(void *); /* posix_memalign's least; any smaller power of two is met */
+    void *p = NULL;
+    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+}
+
+static void *fallback_block(size_t n, size_t align)
+{
+    return align ? aligned_block(n, align) : malloc(n ? n : 1);
+}
+
+/* A throwing form that failed: the new handler may make room (then try again), else
+ * std::bad_alloc. Without any C++ runtime in the process nothing could catch it: say so and
+ * end as an uncaught exception would. */
+static void *fallback_throwing(size_t n, size_t align)
+{
+    for (;;) {
+        void *p = fallback_block(n, align);
+        if (p)
+            return p;
+        void (*(*get_handler)(void))(void) = (void (*(*)(void))(void))op(GET_NEW_HANDLER);
+        void (*handler)(void) = get_handler ? get_handler() : NULL;
+        if (handler) {
+            handler();
+            continue;
+        }
+        void (*throw_bad_alloc)(void) = (void (*)(void))op(THROW_BAD_ALLOC);
+        if (throw_bad_alloc)
+            throw_bad_alloc();
+        static const char msg[] =
+            "roundtrim: operator new failed and no C++ runtime is loaded to throw std::bad_alloc\n";
+        (void)!write(2, msg, sizeof msg - 1);
+        abort();
+    }
+}
+
 static void *new_block(enum cxx_op i, size_t n)
 {
     void *(*fn)(size_t) = (void *(*)(size_t))op(i);
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n), before) : malloc(n ? n : 1);
+    return fn ? counted(fn(n), before) : fallback_throwing(n, 0);
 }
 
 static void *new_block_nothrow(enum cxx_op i, size_t n, const void *tag)
 {
     void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))op(i);
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, tag), before) : malloc(n ? n : 1);
+    return fn ? counted(fn(n, tag), before) : fallback_block(n, 0);
 }
 
 static void *new_aligned(enum cxx_op i, size_t n, size_t align)
 {
     void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))op(i);
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    if (fn)
-        return counted(fn(n, align), before);
-    void *p = NULL;
-    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+    return fn ? counted(fn(n, align), before) : fallback_throwing(n, align);
 }
 
 static void *new_aligned_nothrow(enum cxx_op i, size_t n, size_t align, const void *tag)
 {
     void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))op(i);
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    if (fn)
-        return counted(fn(n, align, tag), before);
-    void *p = NULL;
-    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+    return fn ? counted(fn(n, align, tag), before) : fallback_block(n, align);
 }
 
 static void delete_block(enum cxx_op i, void *p)

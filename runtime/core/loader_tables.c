@@ -613,6 +613,18 @@ enum roundtrim_symbol_answer roundtrim_tables_in_object(const struct roundtrim_l
     return RT_SYM_ABSENT;
 }
 
+enum roundtrim_symbol_answer roundtrim_tables_own_definition(const struct dl_phdr_info *info,
+                                                             const char *name,
+                                                             struct roundtrim_symbol *out)
+{
+    struct table t;
+    if (!read_object(&t, info, false))
+        return RT_SYM_ASK_LOADER;
+    struct query q = query_for(name, false);
+    enum roundtrim_symbol_answer a;
+    return decided(find_in(&t, &q, out), &a) ? a : RT_SYM_ABSENT;
+}
+
 bool roundtrim_tables_owner(const void *addr, struct roundtrim_loaded_object *out)
 {
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != READY)

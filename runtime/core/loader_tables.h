@@ -68,6 +68,14 @@ enum roundtrim_symbol_answer roundtrim_tables_in_object(const struct roundtrim_l
                                                         const char *name,
                                                         struct roundtrim_symbol *out);
 
+/* The definition of name in the object info describes, in its own table only (not its
+ * dependencies), for any loaded object, whenever it was loaded: call it where the object cannot
+ * go away (inside a dl_iterate_phdr callback). RT_SYM_ASK_LOADER where the loader's own work
+ * would be needed. */
+enum roundtrim_symbol_answer roundtrim_tables_own_definition(const struct dl_phdr_info *info,
+                                                             const char *name,
+                                                             struct roundtrim_symbol *out);
+
 /* Which of the objects the tables describe maps addr (what roundtrim_loaded_object_of answers),
  * without a walk of the loader's list; false when none does or the tables were not built (this
  * never builds them). */

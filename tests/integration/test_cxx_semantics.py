@@ -1,0 +1,73 @@
+"""C++ allocation keeps its semantics under the preload, whoever loads the C++ runtime and when.
+
+A Python program that imports a C++ extension gets libstdc++ by dlopen, in the extension's own
+scope: the extension's calls to operator new reach roundtrim's, which must find libstdc++'s own
+definition there. LLVM (numba, JAX, Triton) asks aligned new for alignments of 1, 2 and 4 and
+trusts the throwing forms never to return NULL."""
+
+import os
+
+import pytest
+
+from conftest import BUILD, prog
+
+SEMANTICS_LIB = BUILD / "tests" / "libcxx_semantics.so"
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+SETTINGS = {
+    "defaults": {},
+    "disabled": {"ROUNDTRIM_DISABLE": "true"},
+    "sites_every_4k": {"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": "4096"},
+}
+
+
+def argv(loading):
+    if loading == "late":
+        return [prog("cxx_semantics"), SEMANTICS_LIB]
+    return [prog("cxx_semantics_linked")]
+
+
+def assert_semantics(result):
+    assert result.returncode == 0, result.stderr
+    got = result.stdout_json()[0]
+    assert got["aligned_ok"] == got["aligned_total"] == 52  # 4 forms x alignments 1..4096
+    assert got["bad_alloc"] == got["throwing_total"] == 4  # never NULL from a throwing form
+    assert got["handler_called"] == 4  # the new handler ran once before each throw
+    assert got["nothrow_null"] == got["nothrow_total"] == 4
+    return got
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+@pytest.mark.parametrize("loading", ["late", "linked"])
+def test_every_form_keeps_cxx_semantics(run_shim, loading, setting):
+    bare = run_shim(argv(loading), preload=False, log=False)
+    assert_semantics(bare)
+    assert_semantics(run_shim(argv(loading), env=SETTINGS[setting]))
+
+
+@pytest.mark.parametrize("loading", ["late", "linked"])
+def test_cxx_blocks_are_counted_exactly_whoever_loaded_the_runtime(run_shim, loading):
+    res = run_shim(argv(loading) + ["--count"])
+    got = assert_semantics(res)
+    assert got["counted"] is True, res.stderr
+    record = res.rounds[1]
+    for key in ("malloc_calls", "free_calls", "malloc_bytes", "free_bytes"):
+        assert record[key] == got[key], key
+
+
+def test_a_preloaded_allocators_operator_new_keeps_the_semantics(run_shim):
+    if not os.path.exists(JEMALLOC):
+        pytest.skip("libjemalloc2 is not installed")
+    res = run_shim(argv("late") + ["--count"], env={"LD_PRELOAD": f"{BUILD}/libroundtrim.so {JEMALLOC}"})
+    got = assert_semantics(res)
+    record = res.rounds[1]
+    assert (record["malloc_calls"], record["free_calls"]) == (got["malloc_calls"], got["free_calls"])
+
+
+def test_operator_new_before_any_cxx_runtime_and_after_a_private_one_arrives(run_shim):
+    """Before libstdc++ is loaded, roundtrim's own forms follow the standard (any power-of-two
+    alignment, nothrow gives NULL); once it is opened with RTLD_LOCAL, its operator new (which
+    calls the new handler set in it) is reached: a lookup that found nothing was not final."""
+    res = run_shim([prog("cxx_no_runtime")])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["before: aligned=13/13 nothrow_null=1", "after: handler=1"]
