@@ -318,6 +318,9 @@ def header_lines(kept, last):
     skipped = last.get("python_frames_skipped")
     if isinstance(skipped, str) and skipped != "not_python":
         lines.append(f"  Python frames not read: {skipped}")
+    if last.get("native_frames_skipped") == "libunwind_missing":
+        lines.append("  native frames not taken: libunwind is missing (install libunwind8); "
+                     "the stacks hold Python frames only")
     return lines
 
 

@@ -40,5 +40,7 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     roundtrim_py_hooks_start_json(&j);
     /* null while sampling runs; "off" when not asked for; else why it could not start */
     roundtrim_json_str(&j, "sites_skipped", roundtrim_sampler_skipped());
+    /* null where the samples carry native frames; "libunwind_missing": Python frames only */
+    roundtrim_json_str(&j, "sites_native_skipped", roundtrim_sampler_native_skipped());
     return roundtrim_json_end(&j);
 }

@@ -18,6 +18,8 @@
 
 static uint64_t mean; /* bytes; set by roundtrim_sampler_start from ROUNDTRIM_SITES_SAMPLE */
 static const char *skipped = "off";
+/* Why native frames are not taken while sampling runs (NULL when they are). */
+static const char *native_skipped;
 static int (*unw_backtrace_fn)(void **, int);
 static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left out */
 static uint64_t samples, dropped, sites_dropped;
@@ -52,19 +54,19 @@ const char *roundtrim_sampler_start(uint64_t mean_bytes)
 {
     mean = mean_bytes;
     /* RTLD_LOCAL: libunwind also defines the _Unwind_* functions C++ exceptions use; loaded
-     * globally into every process it would take them over from libgcc. */
+     * globally into every process it would take them over from libgcc. Without it, sampling
+     * still runs with the Python frames, which are read from the interpreter without any
+     * unwinding. libgcc's unwinder is no substitute: it takes a lock of its own and may allocate
+     * while holding it (frames registered by a JIT), and a sample taken there would wait on
+     * itself. */
+    roundtrim_dlerror_note();
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        skipped = "libunwind_missing";
-        return skipped;
-    }
     roundtrim_dlsym_fn lookup = roundtrim_real_dlsym();
-    if (lookup)
+    if (h && lookup)
         unw_backtrace_fn = (int (*)(void **, int))lookup(h, "unw_backtrace");
-    if (!unw_backtrace_fn) {
-        skipped = "libunwind_missing";
-        return skipped;
-    }
+    roundtrim_dlerror_forget();
+    if (!unw_backtrace_fn)
+        native_skipped = "libunwind_missing";
     Dl_info self;
     if (dladdr((void *)roundtrim_sampler_start, &self) && self.dli_fbase)
         dl_iterate_phdr(find_own_range, self.dli_fbase);
@@ -84,6 +86,11 @@ const char *roundtrim_sampler_start(uint64_t mean_bytes)
 const char *roundtrim_sampler_skipped(void)
 {
     return skipped;
+}
+
+const char *roundtrim_sampler_native_skipped(void)
+{
+    return skipped ? skipped : native_skipped;
 }
 
 uint64_t roundtrim_sampler_mean(void)
@@ -113,6 +120,8 @@ static void draw_next(struct roundtrim_thread_counters *c)
 static int native_frames(uintptr_t *out)
 {
     void *ips[ROUNDTRIM_SITE_NATIVE_MAX + OWN_FRAMES_MAX];
+    if (!unw_backtrace_fn)
+        return 0;
     int n = unw_backtrace_fn(ips, (int)(sizeof ips / sizeof ips[0]));
     int depth = 0, i = 0;
     while (i < n && (uintptr_t)ips[i] >= own_lo && (uintptr_t)ips[i] < own_hi)

@@ -19,6 +19,10 @@ const char *roundtrim_sampler_start(uint64_t mean_bytes);
 /* Why sampling is off ("off" when it was not asked for), or NULL when it runs. */
 const char *roundtrim_sampler_skipped(void);
 
+/* Why the samples carry no native frames (libunwind missing: Python frames only), the reason
+ * sampling is off, or NULL when native frames are taken. */
+const char *roundtrim_sampler_native_skipped(void);
+
 uint64_t roundtrim_sampler_mean(void);
 
 /* The slow part: the countdown of c was crossed by the block p of `bytes` usable bytes. */

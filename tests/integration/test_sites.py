@@ -242,3 +242,37 @@ def test_python_leak_is_named_by_file_line_and_function(run_shim):
     first = next(i for i, l in enumerate(lines) if l.strip().startswith("1. +"))
     stack = "\n".join(lines[first + 1:first + 4])
     assert f"{script}:{frame['line']} keep_round_results" in stack, rep.stdout
+
+
+def test_without_libunwind_python_leaks_are_still_named_by_line(run_shim, tmp_path):
+    """A machine without libunwind (the GPU images): sampling runs on the Python frames, which need
+    no native unwinding; the start record, each sites record and the report say that native
+    frames were not taken. A stand-in libunwind.so.8 without unw_backtrace, found first through
+    LD_LIBRARY_PATH, makes the machine one without it."""
+    from conftest import PYTHON, ROOT
+
+    stand_in = tmp_path / "lib"
+    stand_in.mkdir()
+    source = tmp_path / "not_libunwind.c"
+    source.write_text("int roundtrim_test_not_libunwind;\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libunwind.so.8", source, "-o",
+                    stand_in / "libunwind.so.8"], check=True)
+    script = ROOT / "tests" / "python" / "site_leak.py"
+    res = run_shim([PYTHON, script, "--rounds", "5", "--churn-mib", "100"],
+                   env={"ROUNDTRIM_SITES": "true", "LD_LIBRARY_PATH": str(stand_in)},
+                   timeout=120)
+    assert res.returncode == 0, res.stderr
+    start = next(r for r in res.records if r["event"] == "start")
+    assert start["sites_skipped"] is None
+    assert start["sites_native_skipped"] == "libunwind_missing"
+    recs = sites_records(res)
+    assert len(recs) == 5
+    assert all(r["native_frames_skipped"] == "libunwind_missing" for r in recs)
+    named = [s for s in recs[-1]["live"]
+             if any(f["function"] == "keep_round_results" for f in s["python"])]
+    assert named and all(s["frames"] == [] for s in recs[-1]["live"]), json.dumps(recs[-1])[:3000]
+    rep = subprocess.run([str(ROOT / "scripts" / "roundtrim"), "report", "--sites",
+                          str(res.log_path)], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    assert "native frames not taken: libunwind is missing" in rep.stdout
+    assert "site_leak.py" in rep.stdout and "keep_round_results" in rep.stdout, rep.stdout
