@@ -157,6 +157,7 @@ void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
     skip_add(c, "gc", r->gc_skipped);
     skip_add(c, "trim", r->trim_skipped);
     skip_add(c, "torch_empty_cache", r->torch_empty_cache_skipped);
+    skip_add(c, "cupy_free_blocks", r->cupy_free_blocks_skipped);
     skip_add(c, "cuda_pool_trim", r->cuda_pool_trim_skipped);
 }
 

@@ -197,6 +197,7 @@ static const struct {
     {RT_ACT_TRIM, "trim"},
     {RT_ACT_PURGE, "purge"},
     {RT_ACT_TORCH_EMPTY_CACHE, "torch_empty_cache"},
+    {RT_ACT_CUPY_FREE_BLOCKS, "cupy_free_blocks"},
     {RT_ACT_CUDA_POOL_TRIM, "cuda_pool_trim"},
 };
 
@@ -220,9 +221,10 @@ void roundtrim_json_event_begin(struct roundtrim_json *j, char *buf, size_t cap,
 void roundtrim_json_actions(struct roundtrim_json *j, const char *k, unsigned actions)
 {
     roundtrim_json_array_begin(j, k);
-    for (unsigned bit = 1; bit <= RT_ACT_CUDA_POOL_TRIM; bit <<= 1)
-        if (actions & bit)
-            roundtrim_json_array_str(j, roundtrim_action_name((enum roundtrim_action)bit));
+    /* in the order the cleanup runs them */
+    for (size_t i = 0; i < sizeof action_names / sizeof action_names[0]; i++)
+        if (actions & action_names[i].action)
+            roundtrim_json_array_str(j, action_names[i].name);
     roundtrim_json_array_end(j);
 }
 
@@ -359,6 +361,11 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_u64(&j, "torch_released_bytes", r->torch_released_bytes);
     } else if (r->torch_empty_cache_skipped)
         roundtrim_json_str(&j, "torch_empty_cache_skipped", r->torch_empty_cache_skipped);
+    if (r->actions & RT_ACT_CUPY_FREE_BLOCKS) {
+        roundtrim_json_u64(&j, "cupy_free_blocks_us", r->cupy_free_blocks_us);
+        roundtrim_json_u64(&j, "cupy_released_bytes", r->cupy_released_bytes);
+    } else if (r->cupy_free_blocks_skipped)
+        roundtrim_json_str(&j, "cupy_free_blocks_skipped", r->cupy_free_blocks_skipped);
     if (r->actions & RT_ACT_CUDA_POOL_TRIM)
         roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);
     else if (r->cuda_pool_trim_skipped)

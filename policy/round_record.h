@@ -68,6 +68,7 @@ enum roundtrim_action {
     RT_ACT_PURGE = 1u << 2, /* jemalloc arena.<all>.purge */
     RT_ACT_TORCH_EMPTY_CACHE = 1u << 3,
     RT_ACT_CUDA_POOL_TRIM = 1u << 4,
+    RT_ACT_CUPY_FREE_BLOCKS = 1u << 5, /* CuPy's device and pinned pools' free_all_blocks() */
 };
 
 struct roundtrim_round_record {
@@ -108,6 +109,8 @@ struct roundtrim_round_record {
     const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
     uint64_t cuda_pool_trim_bytes;
     const char *cuda_pool_trim_skipped; /* why a due pool trim did not run, or NULL */
+    uint64_t cupy_free_blocks_us, cupy_released_bytes; /* device bytes CuPy's release returned */
+    const char *cupy_free_blocks_skipped; /* why a due release of CuPy's pools did not run */
     /* What each action gave back, measured around it alone: heap and pymalloc bytes gc freed,
      * resident bytes the trim or purge returned, device bytes torch's cache release returned. */
     uint64_t gc_freed_bytes, trim_released_bytes, torch_released_bytes;

@@ -120,6 +120,29 @@ py_object *roundtrim_py_sys_module(const char *name)
     return modules ? roundtrim_py.Dict_GetItemString(modules, name) : NULL;
 }
 
+py_object *roundtrim_py_call_method(py_object *o, const char *name)
+{
+    py_object *fn = roundtrim_py.Object_GetAttrString(o, name);
+    py_object *r = fn ? roundtrim_py.Object_CallObject(fn, NULL) : NULL;
+    if (fn)
+        roundtrim_py.DecRef(fn);
+    return r;
+}
+
+bool roundtrim_py_call_bytes(py_object *o, const char *name, uint64_t *bytes)
+{
+    py_object *r = roundtrim_py_call_method(o, name);
+    long long v = r && roundtrim_py.Long_AsLong ? (long long)roundtrim_py.Long_AsLong(r) : -1;
+    if (r)
+        roundtrim_py.DecRef(r);
+    if (v < 0 || roundtrim_py.Err_Occurred()) {
+        roundtrim_py.Err_Clear();
+        return false;
+    }
+    *bytes = (uint64_t)v;
+    return true;
+}
+
 bool roundtrim_py_resolve(void)
 {
     if (roundtrim_py.found)

@@ -5,6 +5,7 @@
 #define ROUNDTRIM_RUNTIME_PYTHON_API_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct roundtrim_py_object py_object;
@@ -167,6 +168,12 @@ static inline void roundtrim_py_err_restore(struct roundtrim_py_err *e)
 /* What sys.modules holds under name (borrowed), or NULL: the program's own modules, read only,
  * never an import. Call with the GIL held. */
 py_object *roundtrim_py_sys_module(const char *name);
+
+/* o.<name>() (new reference), or NULL with the error left set. Call with the GIL held. */
+py_object *roundtrim_py_call_method(py_object *o, const char *name);
+
+/* o.<name>() as a whole number of bytes; false on any error (cleared). GIL held. */
+bool roundtrim_py_call_bytes(py_object *o, const char *name, uint64_t *bytes);
 
 /* Looks the API up (again, when it was not found before: an embedder may load libpython late).
  * Returns roundtrim_py.found. Cheap once found. */

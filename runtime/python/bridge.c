@@ -67,14 +67,10 @@ static const char *gc_job_run(struct roundtrim_py_result *out)
     return NULL;
 }
 
-/* Calls torch.cuda.<name>() when the program has imported torch.cuda; new reference or NULL. */
+/* torch.cuda.<name>() (new reference) or NULL. */
 static py_object *call_torch_cuda(py_object *cuda, const char *name)
 {
-    py_object *fn = P.Object_GetAttrString(cuda, name);
-    py_object *r = fn ? P.Object_CallObject(fn, NULL) : NULL;
-    if (fn)
-        P.DecRef(fn);
-    return r;
+    return roundtrim_py_call_method(cuda, name);
 }
 
 /* torch.cuda (borrowed) when the program imported torch and initialized CUDA itself; else NULL
@@ -135,21 +131,6 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
 
 static const char *absent(void);
 
-/* torch.cuda.<name>() as a number of bytes; false on any error. */
-static bool torch_cuda_bytes(py_object *cuda, const char *name, uint64_t *bytes)
-{
-    py_object *r = call_torch_cuda(cuda, name);
-    long long v = r && P.Long_AsLong ? (long long)P.Long_AsLong(r) : -1;
-    if (r)
-        P.DecRef(r);
-    if (v < 0 || P.Err_Occurred()) {
-        P.Err_Clear();
-        return false;
-    }
-    *bytes = (uint64_t)v;
-    return true;
-}
-
 /* The caching allocator's figures: count = allocated (tensors alive), bytes = reserved. Counters
  * of PyTorch's own, read without a device call; only where the program initialized CUDA. */
 static const char *torch_memory_job_run(struct roundtrim_py_result *out)
@@ -158,8 +139,8 @@ static const char *torch_memory_job_run(struct roundtrim_py_result *out)
     py_object *cuda = torch_cuda_ready(&why);
     if (!cuda)
         return why;
-    if (!torch_cuda_bytes(cuda, "memory_allocated", &out->count) ||
-        !torch_cuda_bytes(cuda, "memory_reserved", &out->bytes))
+    if (!roundtrim_py_call_bytes(cuda, "memory_allocated", &out->count) ||
+        !roundtrim_py_call_bytes(cuda, "memory_reserved", &out->bytes))
         return "failed";
     /* The cudaMallocAsync backend's reserve is the driver's default pool, which the pool
      * readings count already: PyTorch then keeps no cache of its own. */

@@ -41,7 +41,7 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     s->gc_freed = r->gc_freed_bytes;
     s->trim_ran = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
     s->trim_released = r->trim_released_bytes;
-    s->device_released = r->torch_released_bytes + r->cuda_pool_trim_bytes;
+    s->device_released = r->torch_released_bytes + r->cupy_released_bytes + r->cuda_pool_trim_bytes;
 }
 
 static void write_record(void)

@@ -8,6 +8,7 @@
 #include "runtime/cuda/track.h"
 #include "runtime/python/arenas.h"
 #include "runtime/python/bridge.h"
+#include "runtime/python/cupy_pools.h"
 
 static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p, const char *why)
 {
@@ -16,7 +17,7 @@ static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p, co
 }
 
 /* Device memory: what the program's tensors and buffers use, and what caches keep beside it.
- * PyTorch's cached blocks were allocated from the driver and look live to the hooks. */
+ * PyTorch's and CuPy's cached blocks were allocated from the driver and look live to the hooks. */
 static void read_device(struct roundtrim_memory_parts *m, const struct roundtrim_cuda_round *cuda)
 {
     if (!cuda->present) {
@@ -32,17 +33,20 @@ static void read_device(struct roundtrim_memory_parts *m, const struct roundtrim
     /* PyTorch's cache unread where the program uses it (the GIL held too long): the split of
      * device memory between live and cached is unknown, never silently all live. */
     const char *torch_news = roundtrim_python_torch_news(torch);
-    if (torch_news) {
-        skip(m, RT_PART_DEVICE_LIVE, torch_news);
-        skip(m, RT_PART_DEVICE_CACHED, torch_news);
+    uint64_t cupy_cached = 0;
+    const char *cupy_news = roundtrim_python_cupy_news(roundtrim_python_cupy_cached(&cupy_cached));
+    const char *unread = torch_news ? torch_news : cupy_news;
+    if (unread) {
+        skip(m, RT_PART_DEVICE_LIVE, unread);
+        skip(m, RT_PART_DEVICE_CACHED, unread);
         return;
     }
-    uint64_t live = cuda->live_bytes;
-    m->value[RT_PART_DEVICE_LIVE] = live > torch_cached ? live - torch_cached : 0;
+    uint64_t live = cuda->live_bytes, caches = torch_cached + cupy_cached;
+    m->value[RT_PART_DEVICE_LIVE] = live > caches ? live - caches : 0;
     if (pools)
         skip(m, RT_PART_DEVICE_CACHED, pools);
     else
-        m->value[RT_PART_DEVICE_CACHED] = pool_cached + torch_cached;
+        m->value[RT_PART_DEVICE_CACHED] = pool_cached + caches;
 }
 
 void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,

@@ -17,6 +17,7 @@
 #include "runtime/core/proc_mem.h"
 #include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
+#include "runtime/python/cupy_pools.h"
 #include "runtime/python/gil.h"
 #include "runtime/python/hook.h"
 #include "runtime/python/program_gc.h"
@@ -216,6 +217,8 @@ static void run_device(struct roundtrim_round_record *r, const struct roundtrim_
 {
     if (!plan->run[RT_CLEAN_DEVICE]) {
         r->torch_empty_cache_skipped = r->cuda_pool_trim_skipped = plan->skipped[RT_CLEAN_DEVICE];
+        if (roundtrim_python_cupy_seen())
+            r->cupy_free_blocks_skipped = plan->skipped[RT_CLEAN_DEVICE];
         return;
     }
     /* Its cost is CPU, the worker's and the helper's: the pool trim's synchronize may wait
@@ -228,14 +231,23 @@ static void run_device(struct roundtrim_round_record *r, const struct roundtrim_
         r->torch_released_bytes = below(device, roundtrim_memory_device_now());
     } else
         r->torch_empty_cache_skipped = roundtrim_python_torch_news(why);
+    device = roundtrim_memory_device_now();
+    why = roundtrim_python_cupy_free_blocks(&r->cupy_free_blocks_us);
+    if (!why) {
+        r->actions |= RT_ACT_CUPY_FREE_BLOCKS;
+        r->cupy_released_bytes = below(device, roundtrim_memory_device_now());
+    } else
+        r->cupy_free_blocks_skipped = roundtrim_python_cupy_news(why);
     why = roundtrim_cuda_pool_trim(&r->cuda_pool_trim_bytes);
     if (!why)
         r->actions |= RT_ACT_CUDA_POOL_TRIM;
     else
         r->cuda_pool_trim_skipped = roundtrim_skip_news(why);
-    if (r->actions & (RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUDA_POOL_TRIM))
+    if (r->actions & (RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUPY_FREE_BLOCKS | RT_ACT_CUDA_POOL_TRIM))
         roundtrim_policy_learn(&policy, RT_CLEAN_DEVICE,
-                               r->torch_released_bytes + r->cuda_pool_trim_bytes >= GAVE_BACK_BYTES,
+                               r->torch_released_bytes + r->cupy_released_bytes +
+                                       r->cuda_pool_trim_bytes >=
+                                   GAVE_BACK_BYTES,
                                roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us() - cpu0, 0);
 }
 

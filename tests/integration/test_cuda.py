@@ -547,3 +547,33 @@ def test_gpu_check_script_skips_without_a_gpu(tmp_path):
                          text=True, timeout=60, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("SKIP: nvidia-smi finds no GPU")
+
+
+@pytest.mark.parametrize("release", [True, False])
+def test_cupy_pools_are_counted_and_released_like_torchs_cache(run_shim, release):
+    """A program using CuPy (stood in on the stand-in driver): the blocks its device pool keeps are
+    device_cached, not live; with the release on, each cleanup round frees CuPy's device and
+    pinned pools and the record says what that gave back; with it off, the cache stays and is
+    reported."""
+    res = run_shim([PYTHON, ROOT / "tests" / "python" / "cupy_pools.py"],
+                   env=cuda_env(ROUNDTRIM_CUDA_EMPTY_CACHE="true" if release else "false"),
+                   timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout_json()[0]
+    first, second = res.rounds[0], res.rounds[1]
+    assert first["memory"]["device_live"] == 8 * MiB
+    assert first["memory"]["device_cached"] == 32 * MiB
+    if release:
+        assert out["rounds"] == [
+            {"round": 1, "held_before": 40 * MiB, "held_after": 8 * MiB},
+            {"round": 2, "held_before": 24 * MiB, "held_after": 8 * MiB}]
+        assert out["pinned_releases"] == 2
+        for r, freed in ((first, 32 * MiB), (second, 16 * MiB)):
+            assert "cupy_free_blocks" in r["cleanup"], r
+            assert r["cupy_released_bytes"] == freed
+            assert "torch_empty_cache_skipped" not in r  # no torch: nothing to say
+        assert second["memory"]["device_cached"] == 16 * MiB
+    else:
+        assert out["rounds"][1]["held_after"] == 56 * MiB and out["pinned_releases"] == 0
+        assert "cupy_free_blocks" not in first["cleanup"]
+        assert second["memory"]["device_cached"] == 48 * MiB
