@@ -30,6 +30,13 @@
 #   5. the diagnosis of device growth: a program that keeps a 64 MiB tensor every round is a leak
 #      (device_live grows 64 MiB a round), one whose freed tensors grow the cache with cleanup
 #      off is the CUDA cache (device_cached grows 64 MiB a round).
+#   6. the stack users run, each bare and under the library with a cleanup every round, the same
+#      result required (a stack whose bare run fails is SKIPped with its error: an image problem):
+#      JAX (import, a jitted loop over rounds, with and without preallocation; cuda_live_bytes at
+#      least what JAX's allocator holds), CuPy (arrays freed into its pool are device_cached and
+#      each cleanup round releases the pool: cupy_free_blocks, the bytes the driver got back),
+#      torch.compile of a transformer block with empty Inductor and Triton caches, a numba-cuda
+#      kernel, PyTorch with a DataLoader whose workers are forked.
 # Settings: PYTHON (default python3), ROUNDTRIM_LIB, GPU_EXTRA_MAX_MIB (512), GPU_DELTA_TOL_MIB (0),
 # GPU_KEEP (a folder: the programs' outputs, errors and round logs are copied there at the end).
 set -euo pipefail
@@ -421,6 +428,202 @@ EOF
         status=1
     fi
 done
+
+# 6. The stack users run.
+cat >"$tmp/rt_any.py" <<'EOF'
+import ctypes, json, os, sys, time
+
+
+def round_end(n):
+    """Marks round n when the library is preloaded and waits for its record (no torch needed)."""
+    end = getattr(ctypes.CDLL(None), "roundtrim_round_end", None)
+    if end is None:
+        return None
+    end()
+    log = os.environ["ROUNDTRIM_LOG"]
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            rounds = [json.loads(l) for l in open(log) if '"event":"round"' in l]
+        except FileNotFoundError:
+            rounds = []
+        rounds = [r for r in rounds if r.get("pid") == os.getpid()]
+        if len(rounds) >= n:
+            return rounds[n - 1]
+        time.sleep(0.01)
+    sys.exit(f"round {n} never reached the log")
+EOF
+
+cat >"$tmp/stack_jax.py" <<'EOF'
+import json
+import jax, jax.numpy as jnp
+from rt_any import round_end
+
+@jax.jit
+def step(w, x):
+    return w - 0.01 * jnp.tanh(x @ w).T @ x / x.shape[0]
+
+w = jax.random.normal(jax.random.PRNGKey(0), (512, 512))
+facts = []
+for n in range(1, 5):
+    x = jax.random.normal(jax.random.PRNGKey(n), (1024 * n, 512))
+    for _ in range(5):
+        w = step(w, x)
+    w.block_until_ready()
+    stats = jax.devices()[0].memory_stats() or {}
+    rec = round_end(n)
+    if rec:
+        facts.append({"live": rec.get("cuda_live_bytes", 0),
+                      "in_use": stats.get("bytes_in_use", 0),
+                      "pool": stats.get("pool_bytes", stats.get("bytes_reserved", 0))})
+print(json.dumps({"facts": facts}))
+print(f"result {float(jnp.abs(w).sum()):.3f}")
+EOF
+
+cat >"$tmp/stack_cupy.py" <<'EOF'
+import json
+import cupy as cp
+from rt_any import round_end
+
+pool = cp.get_default_memory_pool()
+facts, total = [], 0.0
+for n in range(1, 5):
+    a = cp.arange(32 << 20, dtype=cp.float32) * n  # 128 MiB, freed into the pool
+    total += float(a.sum())
+    del a
+    cp.cuda.Device().synchronize()
+    cached = pool.free_bytes()
+    rec = round_end(n)
+    if rec:
+        facts.append({"cached": cached, "after": pool.free_bytes(),
+                      "released": rec.get("cupy_released_bytes"),
+                      "cleanup": rec.get("cleanup"),
+                      "device_cached": rec.get("memory", {}).get("device_cached")})
+print(json.dumps({"facts": facts}))
+print(f"result {total:.6e}")
+EOF
+
+cat >"$tmp/stack_compile.py" <<'EOF'
+import torch
+torch.manual_seed(0)
+block = torch.nn.TransformerEncoderLayer(d_model=256, nhead=8, dim_feedforward=1024,
+                                         batch_first=True).cuda().eval()
+compiled = torch.compile(block)
+x = torch.randn(8, 64, 256, device="cuda")
+with torch.no_grad():
+    y = compiled(x)
+    ref = block(x)
+print(f"result close={torch.allclose(y, ref, atol=1e-3)} shape={tuple(y.shape)}")
+EOF
+
+cat >"$tmp/stack_numba.py" <<'EOF'
+import numpy as np
+from numba import cuda
+
+@cuda.jit
+def axpy(out, a, x, y):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+x = np.arange(1 << 20, dtype=np.float32)
+y = np.ones_like(x)
+out = cuda.device_array_like(x)
+axpy[(x.size + 255) // 256, 256](out, np.float32(2.0), cuda.to_device(x), cuda.to_device(y))
+print(f"result {float(out.copy_to_host().sum()):.6e}")
+EOF
+
+cat >"$tmp/stack_loader.py" <<'EOF'
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from rt_any import round_end
+
+torch.manual_seed(0)
+data = TensorDataset(torch.randn(4096, 64), torch.randint(0, 10, (4096,)))
+model = torch.nn.Linear(64, 10).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for n in range(1, 4):
+    loader = DataLoader(data, batch_size=256, num_workers=2, shuffle=False,
+                        multiprocessing_context="fork")
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    torch.cuda.synchronize()
+    round_end(n)
+print(f"result {loss.item():.4f}")
+EOF
+
+cat >"$tmp/stack_facts.py" <<'EOF'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+MiB = 1 << 20
+facts = [json.loads(l)["facts"] for l in open(path) if l.startswith('{"facts"')]
+facts = facts[0] if facts else []
+fail = []
+for f in facts:
+    if name.startswith("jax") and f["live"] < f["in_use"]:
+        fail.append(f"cuda_live_bytes {f['live'] / MiB:.0f} MiB below JAX's {f['in_use'] / MiB:.0f}")
+    if name == "cupy":
+        if "cupy_free_blocks" not in (f["cleanup"] or []):
+            fail.append(f"no cupy_free_blocks in {f['cleanup']}")
+        elif abs((f["released"] or 0) - f["cached"]) > 64 * MiB or f["after"] != 0:
+            fail.append(f"released {(f['released'] or 0) / MiB:.0f} MiB of {f['cached'] / MiB:.0f} "
+                        f"cached, {f['after'] / MiB:.0f} left")
+        if f["device_cached"] is not None and f["device_cached"] < f["cached"]:
+            fail.append(f"device_cached {f['device_cached'] / MiB:.0f} MiB below CuPy's "
+                        f"{f['cached'] / MiB:.0f}")
+if name in ("cupy", "jax_prealloc", "jax_no_prealloc") and not facts:
+    fail.append("no round records read")
+for x in fail:
+    print(f"FAIL [stack {name}]: {x}")
+print(f"[stack {name}] {'FAIL' if fail else 'PASS'}: same result bare and preloaded; "
+      f"facts {json.dumps(facts)[:300]}")
+sys.exit(1 if fail else 0)
+EOF
+
+# Empty Inductor and Triton caches for one run (STACK_FRESH_CACHES=1): everything is compiled.
+fresh_caches() {
+    if [[ -n ${STACK_FRESH_CACHES:-} ]]; then
+        TORCHINDUCTOR_CACHE_DIR=$(mktemp -d -p "$tmp") TRITON_CACHE_DIR=$(mktemp -d -p "$tmp") "$@"
+    else
+        "$@"
+    fi
+}
+
+# name, then the command: the bare and the preloaded run must print the same "result" line, and
+# the preloaded run's facts must hold. A stack whose bare run fails is not this check's to judge.
+stack_check() {
+    local name=$1
+    shift
+    if ! PYTHONPATH="$tmp" fresh_caches "$@" >"$tmp/$name.bare" 2>"$tmp/$name.bare.err"; then
+        echo "SKIP [stack $name]: the bare run fails here: $(tail -1 "$tmp/$name.bare.err")"
+        return 0
+    fi
+    if ! GC_ROUNDS=1 fresh_caches run_shimmed "$tmp/$name.jsonl" "$@" >"$tmp/$name.shim" \
+        2>"$tmp/$name.shim.err"; then
+        echo "FAIL [stack $name]: fails under the library (bare works): $(tail -3 "$tmp/$name.shim.err")"
+        status=1
+        return 0
+    fi
+    local want got
+    want=$(grep '^result' "$tmp/$name.bare" | tail -1)
+    got=$(grep '^result' "$tmp/$name.shim" | tail -1)
+    if [[ $want != "$got" ]]; then
+        echo "FAIL [stack $name]: bare '$want', under the library '$got'"
+        status=1
+        return 0
+    fi
+    "$PYTHON" "$tmp/stack_facts.py" "$name" "$tmp/$name.shim" || status=1
+}
+
+stack_check jax_prealloc "$PYTHON" "$tmp/stack_jax.py"
+XLA_PYTHON_CLIENT_PREALLOCATE=false stack_check jax_no_prealloc "$PYTHON" "$tmp/stack_jax.py"
+stack_check cupy "$PYTHON" "$tmp/stack_cupy.py"
+STACK_FRESH_CACHES=1 stack_check compile_empty_cache "$PYTHON" "$tmp/stack_compile.py"
+stack_check numba_cuda "$PYTHON" "$tmp/stack_numba.py"
+stack_check dataloader "$PYTHON" "$tmp/stack_loader.py"
 
 bare=$(PYTHONPATH="$tmp" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || bare=""
 shim=$(run_shimmed "$tmp/cost.jsonl" "$PYTHON" "$tmp/pair_cost.py" 2>/dev/null | tail -1) || shim=""
