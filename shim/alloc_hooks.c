@@ -13,6 +13,7 @@
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/threads/worker_thread.h"
 #include "runtime/alloc/next_alloc.h"
+#include "runtime/core/real_dlsym.h"
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -236,17 +237,58 @@ ROUNDTRIM_EXPORT void free(void *p)
     free_slow(p);
 }
 
+void *realloc(void *p, size_t n);
+int posix_memalign(void **out, size_t alignment, size_t n);
+
+/* The functions the program's own calls reach first: ours, or those of an allocator preloaded
+ * ahead of roundtrim, which then served every block. The variants built on them here
+ * (free_sized, reallocarray, valloc, ...) reach roundtrim only where that allocator lacks them
+ * (Debian's jemalloc has no pvalloc, reallocarray or free_sized), and must hand its blocks back
+ * to it, not to the allocator after roundtrim. Looked up at first use (the loader's tables
+ * answer without allocating). */
+static void *front_function(void **slot, const char *name, void *ours)
+{
+    void *fn = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = roundtrim_default_symbol(name);
+        if (!fn)
+            fn = ours;
+        __atomic_store_n(slot, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+static void front_free(void *p)
+{
+    static void *slot;
+    ((void (*)(void *))front_function(&slot, "free", (void *)free))(p);
+}
+
+static void *front_realloc(void *p, size_t n)
+{
+    static void *slot;
+    return ((void *(*)(void *, size_t))front_function(&slot, "realloc", (void *)realloc))(p, n);
+}
+
+static int front_posix_memalign(void **out, size_t alignment, size_t n)
+{
+    static void *slot;
+    return ((int (*)(void **, size_t, size_t))front_function(
+        &slot, "posix_memalign", (void *)posix_memalign))(out, alignment, n);
+}
+
+/* C23 (glibc 2.43): counted as free; the size is a hint no allocator needs. */
 ROUNDTRIM_EXPORT void free_sized(void *p, size_t size)
 {
-    (void)size; /* the allocator knows the size; passing it on is only a hint */
-    free(p);
+    (void)size;
+    front_free(p);
 }
 
 ROUNDTRIM_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size)
 {
     (void)alignment;
     (void)size;
-    free(p);
+    front_free(p);
 }
 
 ROUNDTRIM_EXPORT void *calloc(size_t n, size_t size)
@@ -314,7 +356,7 @@ ROUNDTRIM_EXPORT void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc_block(p, total);
+    return front_realloc(p, total);
 }
 
 ROUNDTRIM_EXPORT int posix_memalign(void **out, size_t alignment, size_t n)
@@ -337,7 +379,7 @@ static void *aligned_block(void *(*fn)(size_t, size_t), size_t alignment, size_t
     }
     if (alignment < sizeof(void *))
         alignment = sizeof(void *);
-    int rc = posix_memalign(&p, alignment, n);
+    int rc = front_posix_memalign(&p, alignment, n);
     if (rc != 0) {
         errno = rc;
         return NULL;

@@ -315,3 +315,27 @@ def test_exec_from_a_constructor_that_runs_before_roundtrims_works(first):
     res = subprocess.run(["/bin/true"], env=env, capture_output=True, timeout=30)
     assert (res.returncode, res.stdout) == (0, b"exec-ok\n"), res.stderr
 
+
+
+@pytest.mark.parametrize("allocator", sorted(ALLOCATORS))
+def test_variants_an_allocator_ahead_lacks_go_back_to_it(run_shim, allocator):
+    """An allocator preloaded ahead of roundtrim serves the program; the variants it lacks
+    (Debian's jemalloc has no pvalloc, reallocarray or free_sized) reach roundtrim's, which must
+    take and give back its blocks through that allocator, not through the one after roundtrim."""
+    env = {"LD_PRELOAD": preload_for(allocator, "before")}
+    script = (
+        "import ctypes\n"
+        "c = ctypes.CDLL(None)\n"
+        "for f in ('pvalloc', 'valloc', 'reallocarray', 'malloc', 'realloc'):\n"
+        "    getattr(c, f).restype = ctypes.c_void_p\n"
+        "c.reallocarray.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)\n"
+        "c.realloc.argtypes = (ctypes.c_void_p, ctypes.c_size_t)\n"
+        "for f in ('free', 'free_sized'):\n"
+        "    getattr(c, f).argtypes = (ctypes.c_void_p,) + (ctypes.c_size_t,) * (f != 'free')\n"
+        "for i in range(200):\n"
+        "    p = c.pvalloc(100 + i); q = c.valloc(5000)\n"
+        "    r = c.reallocarray(c.malloc(64), 100, 10 + i)\n"
+        "    c.free_sized(c.realloc(p, 20000), 20000); c.free(q); c.free_sized(r, 1000)\n"
+        "print('ok')\n")
+    res = run_shim([PYTHON, "-c", script], env=env, log=False)
+    assert (res.returncode, res.stdout) == (0, "ok\n"), res.stderr[-2000:]
