@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "policy/cxx_new.h"
 #include "runtime/core/export.h"
 #include "runtime/sites/sampler.h"
 #include "runtime/alloc/thread_counters.h"
@@ -172,17 +173,14 @@ static inline void after_delete(void *p, struct pending_free f)
  * malloc family serves it, with the standard's rules. */
 static void *aligned_block(size_t n, size_t align)
 {
-    if (align == 0 || (align & (align - 1)))
-        return NULL;
-    if (align < sizeof(void *))
-        align = sizeof(void *); /* posix_memalign's least; any smaller power of two is met */
+    size_t use = roundtrim_cxx_memalign_alignment(align);
     void *p = NULL;
-    return posix_memalign(&p, align, n ? n : 1) == 0 ? p : NULL;
+    return use && posix_memalign(&p, use, roundtrim_cxx_request_bytes(n)) == 0 ? p : NULL;
 }
 
 static void *fallback_block(size_t n, size_t align)
 {
-    return align ? aligned_block(n, align) : malloc(n ? n : 1);
+    return align ? aligned_block(n, align) : malloc(roundtrim_cxx_request_bytes(n));
 }
 
 /* A throwing form that failed: the new handler may make room (then try again), else
