@@ -1,8 +1,11 @@
 #include "runtime/core/fd_guard.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Holders read-lock, fork write-locks. Writers first: a steady stream of rounds must not keep a
@@ -10,13 +13,27 @@
  * would block a second read lock). */
 static pthread_rwlock_t guard = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static __thread unsigned depth;
-/* Whether this fork's prepare handler holds the lock: not when the forking thread is itself
- * inside the guard (fork from a signal handler that interrupted a read of ours). */
+/* Whether this fork's prepare handler holds the lock. Not when the forking thread is itself
+ * inside the guard (a signal handler that interrupted a read of ours forked), nor when a read
+ * did not end in time (a file that never answers): fork then goes on, and the child deals with
+ * the descriptors noted below. */
 static bool fork_holds;
+/* How long a fork waits for the reads in progress: they take milliseconds. */
+#define FORK_WAIT_S 1
 
-/* The descriptors open inside the guard, for that last case: the child makes them /dev/null. */
+/* The descriptors open inside the guard, each with its thread's tag in the high half (0: a free
+ * slot), for the child of a fork that did not hold the lock. */
 #define NOTED_MAX 16
-static int noted[NOTED_MAX] = {[0 ... NOTED_MAX - 1] = -1};
+static uint64_t noted[NOTED_MAX];
+static uint32_t tags;
+static __thread uint32_t my_tag;
+
+static uint32_t thread_tag(void)
+{
+    if (my_tag == 0)
+        my_tag = __atomic_add_fetch(&tags, 1, __ATOMIC_RELAXED) | 1u << 31; /* never 0 */
+    return my_tag;
+}
 
 void roundtrim_fd_guard_enter(void)
 {
@@ -32,9 +49,10 @@ void roundtrim_fd_guard_leave(void)
 
 void roundtrim_fd_guard_note(int fd)
 {
+    uint64_t entry = (uint64_t)thread_tag() << 32 | (uint32_t)fd;
     for (int i = 0; i < NOTED_MAX; i++) {
-        int expected = -1;
-        if (__atomic_compare_exchange_n(&noted[i], &expected, fd, false, __ATOMIC_SEQ_CST,
+        uint64_t expected = 0;
+        if (__atomic_compare_exchange_n(&noted[i], &expected, entry, false, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST))
             return;
     }
@@ -44,9 +62,10 @@ int roundtrim_fd_guard_close(int fd)
 {
     int rc = 0;
     if (fd >= 0) {
+        uint64_t entry = (uint64_t)thread_tag() << 32 | (uint32_t)fd;
         for (int i = 0; i < NOTED_MAX; i++) {
-            int expected = fd;
-            if (__atomic_compare_exchange_n(&noted[i], &expected, -1, false, __ATOMIC_SEQ_CST,
+            uint64_t expected = entry;
+            if (__atomic_compare_exchange_n(&noted[i], &expected, 0, false, __ATOMIC_SEQ_CST,
                                             __ATOMIC_SEQ_CST))
                 break;
         }
@@ -58,9 +77,16 @@ int roundtrim_fd_guard_close(int fd)
 
 void roundtrim_fd_guard_fork_prepare(void)
 {
-    fork_holds = depth == 0;
-    if (fork_holds)
-        pthread_rwlock_wrlock(&guard);
+    fork_holds = false;
+    if (depth > 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += FORK_WAIT_S;
+    int rc;
+    while ((rc = pthread_rwlock_timedwrlock(&guard, &until)) == EINTR)
+        ;
+    fork_holds = rc == 0;
 }
 
 void roundtrim_fd_guard_fork_parent(void)
@@ -76,15 +102,25 @@ void roundtrim_fd_guard_fork_child(void)
     guard = (pthread_rwlock_t)PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
     if (fork_holds)
         return;
-    /* The fork came from inside the guard (a signal handler that interrupted a read of ours
-     * forked): what the threads had open is in this child. Each becomes /dev/null, so that the
-     * interrupted read ends and later closes a number that is still its own; the lock is held
-     * again by this thread, now the only one, as deep as it was. */
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    for (int i = 0; i < NOTED_MAX && null >= 0; i++)
-        if (noted[i] >= 0 && noted[i] != null)
-            dup3(null, noted[i], O_CLOEXEC);
+    /* Reads were in progress: their descriptors are in this child. Those of the threads that
+     * are gone are closed; this thread's own (it forked from a signal handler inside a read)
+     * become /dev/null, so that the interrupted read ends and later closes a number that is
+     * still its own; the lock is held again by this thread, now the only one. */
+    int null = depth > 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    for (int i = 0; i < NOTED_MAX; i++) {
+        if (noted[i] == 0)
+            continue;
+        int fd = (int)(uint32_t)noted[i];
+        if ((uint32_t)(noted[i] >> 32) == my_tag && my_tag != 0) {
+            if (null >= 0 && fd != null)
+                dup3(null, fd, O_CLOEXEC);
+        } else {
+            close(fd);
+            noted[i] = 0;
+        }
+    }
     if (null >= 0)
         close(null);
-    pthread_rwlock_rdlock(&guard);
+    if (depth > 0)
+        pthread_rwlock_rdlock(&guard);
 }

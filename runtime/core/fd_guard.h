@@ -12,8 +12,7 @@
  * prepare handler waits for it, after the handlers registered later than roundtrim's ran. */
 void roundtrim_fd_guard_enter(void);
 
-/* Notes fd as open inside the guard (made /dev/null in a fork child the guard could not hold
- * off). */
+/* Notes fd as open inside the guard (closed in a fork child the guard could not hold off). */
 void roundtrim_fd_guard_note(int fd);
 
 /* Closes fd (noted or not; -1 is only not closed) and leaves the guard once; close's result. */
@@ -22,8 +21,10 @@ int roundtrim_fd_guard_close(int fd);
 /* Leaves the guard once (after a failed open). */
 void roundtrim_fd_guard_leave(void);
 
-/* Fork handlers: prepare waits until no thread is inside the guard and holds new ones off;
- * parent and child let them in again. First to take, last to let go among roundtrim's. */
+/* Fork handlers: prepare waits until no thread is inside the guard (a second at most: a read
+ * that does not end must not hang the program's fork) and holds new ones off; parent and child
+ * let them in again, the child closing what reads left open when the wait gave up. First to
+ * take, last to let go among roundtrim's. */
 void roundtrim_fd_guard_fork_prepare(void);
 void roundtrim_fd_guard_fork_parent(void);
 void roundtrim_fd_guard_fork_child(void);
