@@ -76,9 +76,10 @@ def plot_text(text, limit=200):
 
 
 def gnuplot_field(text):
-    """A field of a gnuplot data file that gnuplot reads as one string (strcol): one line, no
-    tab (the separator), no double quote (gnuplot's quoting in data files)."""
-    return plot_text(text).replace('"', "'")
+    """A field of a gnuplot data file that gnuplot reads back as the same string (strcol): one
+    line, no tab (the separator), no double quote (gnuplot's quoting in data files), each
+    backslash doubled (gnuplot reads escapes there)."""
+    return plot_text(text).replace("\\", "\\\\").replace('"', "'")
 
 
 def matplotlib_plain(matplotlib):
