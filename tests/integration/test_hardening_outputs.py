@@ -20,7 +20,8 @@ def test_fork_children_hold_none_of_roundtrims_descriptors(run_shim, tmp_path):
     held = sorted(set(re.sub(r"\d+", "N", l) for l in res.stdout.splitlines()
                       if l.startswith("held ")))
     assert held == [], held
-    assert "children 2000 held 0" in res.stdout
+    counts = re.search(r"children (\d+) held (\d+)", res.stdout)
+    assert counts and int(counts.group(1)) >= 1000 and counts.group(2) == "0", res.stdout[-500:]
     # The rounds ran, with the heap's parts read, while the children were forked.
     assert len(res.rounds) >= 50
     assert any("heap_free" in (r.get("memory") or {}) for r in res.rounds)
