@@ -27,7 +27,7 @@ install-scripts: $(BUILD)/roundtrim-options
 	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_html.py scripts/roundtrim_sites.py \
-	    scripts/roundtrim_stats.py \
+	    scripts/roundtrim_stats.py scripts/roundtrim_text.py \
 	    scripts/roundtrim_symbols.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
 	    scripts/examples/pod.yaml $(DESTDIR)$(EXAMPLESDIR)/

@@ -1,6 +1,7 @@
 #include "policy/prom_format.h"
 
 #include "policy/diagnosis.h"
+#include "policy/utf8.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -107,20 +108,35 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
            (uint64_t)(d->recovered_per_round + 0.5));
 }
 
-/* Label values: backslash, quote and newline must be escaped; other bytes pass. */
+/* Label values: backslash, quote and newline escaped; every other control byte and every byte
+ * that is not part of well-formed UTF-8 (a process name cut at 15 bytes inside a character, any
+ * bytes set with PR_SET_NAME) becomes U+FFFD: Prometheus drops the whole file for one invalid
+ * label. */
 static void label_value(char *dst, size_t cap, const char *v)
 {
     size_t n = 0;
-    for (; v && *v && n + 3 < cap; v++) {
-        if (*v == '\\' || *v == '"') {
-            dst[n++] = '\\';
-            dst[n++] = *v;
-        } else if (*v == '\n') {
-            dst[n++] = '\\';
-            dst[n++] = 'n';
-        } else {
-            dst[n++] = *v;
+    for (const unsigned char *p = (const unsigned char *)v; p && *p;) {
+        size_t len = roundtrim_utf8_sequence(p);
+        const char *text = (const char *)p;
+        size_t text_len = len;
+        if (*p == '\\') {
+            text = "\\\\";
+            text_len = 2;
+        } else if (*p == '"') {
+            text = "\\\"";
+            text_len = 2;
+        } else if (*p == '\n') {
+            text = "\\n";
+            text_len = 2;
+        } else if (len == 0 || *p < 0x20 || *p == 0x7f) {
+            text = "\xef\xbf\xbd"; /* U+FFFD */
+            text_len = 3;
         }
+        if (n + text_len >= cap)
+            break;
+        memcpy(dst + n, text, text_len);
+        n += text_len;
+        p += len ? len : 1;
     }
     dst[n] = '\0';
 }

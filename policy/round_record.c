@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/utf8.h"
+
 static void put(struct roundtrim_json *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -23,33 +25,6 @@ static void put(struct roundtrim_json *j, const char *fmt, ...)
     j->len += (size_t)n;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0: a stray continuation byte, an
- * overlong form, a surrogate, a code point past U+10FFFF or a sequence cut short. */
-static size_t utf8_sequence(const unsigned char *p)
-{
-    unsigned c = p[0], cp, min;
-    size_t n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        n = 3, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        n = 4, min = 0x10000;
-    else
-        return 0;
-    cp = c & (0x7fu >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) /* the terminating NUL stops here too */
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* Writes s as a JSON string: quotes, backslashes and control bytes escaped, and every byte that
  * is not part of well-formed UTF-8 replaced by U+FFFD, so that any value copied from the
  * environment or a file name stays one valid JSON string on one line. */
@@ -57,7 +32,7 @@ static void put_escaped(struct roundtrim_json *j, const char *s)
 {
     put(j, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow;) {
-        size_t n = utf8_sequence(p);
+        size_t n = roundtrim_utf8_sequence(p);
         if (n == 0) {
             put(j, "\\ufffd");
             p++;

@@ -6,6 +6,7 @@
 
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
+#include "runtime/core/fd_guard.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/stderr_hold.h"
 #include "runtime/core/vm_child.h"
@@ -22,8 +23,11 @@
 #include "runtime/sites/sampler.h"
 #include "runtime/threads/app_threads.h"
 
+/* The descriptor guard first: the forking thread waits for the worker's reads holding none of
+ * roundtrim's locks. */
 static void fork_prepare(void)
 {
+    roundtrim_fd_guard_fork_prepare();
     roundtrim_sampler_fork_prepare();
     roundtrim_counters_fork_prepare();
 }
@@ -32,6 +36,7 @@ static void fork_parent(void)
 {
     roundtrim_counters_fork_parent();
     roundtrim_sampler_fork_parent();
+    roundtrim_fd_guard_fork_parent();
 }
 
 /* The child is a process of its own: its records carry its pid, its rounds start at 1, and it
@@ -49,6 +54,7 @@ static void fork_child(void)
     roundtrim_cuda_fork_child();
     roundtrim_sampler_fork_child();
     roundtrim_sites_record_fork_child();
+    roundtrim_fd_guard_fork_child();
     /* A Python process keeps its worker from the interpreter's start so that a round signal is
      * handled at once while it waits; its fork child (a multiprocessing worker blocked on its
      * queue) is a Python process too: it starts its own at its first allocation, which the

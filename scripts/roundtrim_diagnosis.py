@@ -31,8 +31,16 @@ PART_WORDS = {
 }
 
 
+# The fields of a diagnosis record the report shows (--json gives them as they are).
+KEYS = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round", "last_round",
+        "growth_bytes_per_round", "slopes", "shares", "recovered_bytes_per_round", "recovered",
+        "gc_collected_per_round", "heap_free_percent", "advice", "round")
+
+
 class Kept:
     """What the report keeps for the diagnosis of one process."""
+
+    __slots__ = ("latest", "with_breakdown", "without_breakdown", "sites_lines")
 
     def __init__(self):
         self.latest = None  # the last diagnosis record
@@ -49,7 +57,7 @@ class Kept:
             self.without_breakdown += 1
 
     def add_diagnosis(self, record):
-        self.latest = record
+        self.latest = {k: record[k] for k in KEYS if k in record}
 
     def add_sites_line(self, rnd, line):
         if not isinstance(rnd, int) or isinstance(rnd, bool):
@@ -107,11 +115,7 @@ def diagnosis_of(proc, resolver):
                 "advice": "The process wrote no diagnosis record yet: it writes one every "
                           "ROUNDTRIM_DIAG_ROUNDS rounds and at exit, and ended (killed?) or "
                           "is running before its first."}
-    keys = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round",
-            "last_round", "growth_bytes_per_round", "slopes", "shares",
-            "recovered_bytes_per_round", "recovered", "gc_collected_per_round",
-            "heap_free_percent", "advice")
-    d = {k: rec[k] for k in keys if k in rec}
+    d = {k: rec[k] for k in KEYS if k in rec}
     d["round"] = rec.get("round")
     if d.get("cause") == "leak":
         if proc.sites.count:

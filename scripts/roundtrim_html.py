@@ -144,26 +144,25 @@ def skips_html(proc):
 
 
 def write_page(path, procs, log, name, describe, resolver):
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>roundtrim report: {esc(name)}</title>", f"<style>{STYLE}</style>",
-             "</head><body>", f"<h1>roundtrim report: {esc(name)}</h1>",
-             f"<p>{len(procs)} process(es); written "
-             f"{esc(time.strftime('%Y-%m-%d %H:%M:%S'))}.</p>"]
+    """Writes the page a process at a time: what is held is one process's part, however many
+    processes the log has."""
+    head = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>roundtrim report: {esc(name)}</title>", f"<style>{STYLE}</style>",
+            "</head><body>", f"<h1>roundtrim report: {esc(name)}</h1>",
+            f"<p>{len(procs)} process(es); written "
+            f"{esc(time.strftime('%Y-%m-%d %H:%M:%S'))}.</p>"]
     if log.warnings:
-        parts.append('<h2>Notes on the log</h2><ul class="warnings">')
-        parts += [f"<li>{esc(w)}</li>" for w in log.warnings]
+        head.append('<h2>Notes on the log</h2><ul class="warnings">')
+        head += [f"<li>{esc(w)}</li>" for w in log.warnings]
         if log.skipped > len(log.warnings):
-            parts.append(f"<li>... and {log.skipped - len(log.warnings)} more lines skipped</li>")
-        parts.append("</ul>")
-    for proc in procs:
-        d = roundtrim_diagnosis.diagnosis_of(proc, resolver)
-        parts.append(f'<section class="process" data-pid="{proc.pid}">')
-        parts.append(f"<h2>{esc(describe(proc))}</h2>")
-        parts.append(diagnosis_html(d))
-        parts.append(chart(list(proc.rounds)))
-        parts.append(sites_html(d))
-        parts.append(skips_html(proc))
-        parts.append("</section>")
-    parts.append("</body></html>")
+            head.append(f"<li>... and {log.skipped - len(log.warnings)} more lines skipped</li>")
+        head.append("</ul>")
     with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(parts) + "\n")
+        f.write("\n".join(head) + "\n")
+        for proc in procs:
+            d = roundtrim_diagnosis.diagnosis_of(proc, resolver)
+            parts = [f'<section class="process" data-pid="{proc.pid}">',
+                     f"<h2>{esc(describe(proc))}</h2>", diagnosis_html(d),
+                     chart(list(proc.rounds)), sites_html(d), skips_html(proc), "</section>"]
+            f.write("\n".join(parts) + "\n")
+        f.write("</body></html>\n")

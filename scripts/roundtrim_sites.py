@@ -23,6 +23,7 @@ import math
 import re
 import sys
 
+import roundtrim_text
 from roundtrim_stats import slope
 from roundtrim_symbols import Resolver
 
@@ -81,6 +82,9 @@ def site_entries(record):
     return entries
 
 
+NO_ROUNDS = frozenset()
+
+
 class Kept:
     """What the report keeps of a process's sites records, given one at a time as the log is
     read (a record can be 512 KiB, a log can hold thousands): how many there were, the round
@@ -88,9 +92,11 @@ class Kept:
     last is None; the last written wins for a round), and with history, every round's live
     bytes per site, without the stacks (for the plot, which draws every round)."""
 
+    __slots__ = ("count", "rounds", "last", "by_round", "history")
+
     def __init__(self, last=None, history=False):
         self.count = 0
-        self.rounds = set()
+        self.rounds = NO_ROUNDS  # a set from the first record on (most processes have none)
         self.last = last
         self.by_round = {}
         self.history = {} if history else None
@@ -100,6 +106,8 @@ class Kept:
         rnd = number(record.get("round"))
         if rnd is None:
             return
+        if not self.rounds:
+            self.rounds = set()
         self.rounds.add(rnd)
         if self.history is not None:
             self.history[rnd] = {sys.intern(site_id): entry["live_bytes"]
@@ -401,6 +409,7 @@ def draw(panels, png, resolver):
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
+    text = roundtrim_text.matplotlib_plain(matplotlib)  # the log's names: no mathtext
     fig, axes = plt.subplots(len(panels), 1, figsize=(12, 4.6 * len(panels)), squeeze=False)
     for ax, (title, history, window, grows) in zip(axes[:, 0], panels):
         sites, note = plot_choice(sites_of_history(history, window), window[-1]["round"],
@@ -413,13 +422,11 @@ def draw(panels, png, resolver):
         for site in sites:
             # Every round of the log, not only the fit's; rounds where it is unknown are gaps.
             ys = [site.live[x] / KIB / KIB if x in site.live else math.nan for x in xs]
-            label = best_name(site.entry, resolver)
-            if len(label) > 60:
-                label = label[:57] + "..."
+            label = text(best_name(site.entry, resolver), limit=60)
             if site.id in rates:
                 label += f"  {human_rate(rates[site.id])}"
             ax.plot(xs, ys, marker="o", ms=4, lw=1.6, label=label)
-        ax.set_title(f"{title}: {note}", fontsize=11, loc="left")
+        ax.set_title(text(f"{title}: {note}"), fontsize=11, loc="left")
         ax.set_xlabel("round")
         ax.set_ylabel("live bytes (MiB, sampled estimate)")
         ax.set_ylim(bottom=0)

@@ -8,10 +8,14 @@ ELF or stripped gives what it can: the frame then shows as module+offset.
 """
 
 import bisect
+import collections
 import os
 import shutil
 import struct
 import subprocess
+from array import array
+
+from roundtrim_text import terminal_text
 
 ELF_MAGIC = b"\x7fELF"
 SHT_SYMTAB = 2
@@ -22,8 +26,14 @@ STT_GNU_IFUNC = 10
 SHN_UNDEF = 0
 # Load bases are page-aligned (glibc maps the first PT_LOAD segment from its page start).
 PAGE = 4096
-# The most symbols read from one table: a bound on the time a huge library can take.
-MAX_SYMBOLS = 4_000_000
+# What one module may cost, whatever the log names (a file with a million symbols sharing one
+# huge name, the same file under several spellings): the symbols read from one table (a bound
+# on time too), the bytes of its string table kept, the characters of a name, and how many
+# modules' tables are held at once (the others are read again when asked for).
+MAX_SYMBOLS = 1_000_000
+MAX_STRINGS = 64 * 1024 * 1024
+MAX_NAME = 1024
+MAX_OPEN_MODULES = 4
 ADDR2LINE_TIMEOUT_S = 60
 
 
@@ -39,6 +49,9 @@ class ElfFile:
         self.path = path
         with open(path, "rb") as f:
             self._read(f)
+
+    def _name(self, at):
+        return _cstr(self._strings, at, MAX_NAME)
 
     def _read(self, f):
         self.file_size = os.fstat(f.fileno()).st_size
@@ -59,7 +72,11 @@ class ElfFile:
         self.lowest_vaddr = self._lowest_load(f, phoff, phentsize, phnum)
         self.sections = self._sections(f, shoff, shentsize, shnum, shstrndx)
         self._f = f
-        self.functions = self._functions()
+        self._strings = b""
+        # The defined functions, sorted by address: three columns (8 bytes a symbol each); a
+        # name is read from the string table when asked for.
+        self.starts, self.sizes, self.names = array("Q"), array("Q"), array("Q")
+        self._functions()
         del self._f
 
     def _at(self, f, offset, size):
@@ -105,23 +122,24 @@ class ElfFile:
         if shstrndx < len(raw):
             _, _, off, size, _, _ = raw[shstrndx]
             names = self._at(f, off, min(size, 1 << 24))
-        return [(_cstr(names, n), typ, off, size, link, entsize)
+        return [(_cstr(names, n, MAX_NAME), typ, off, size, link, entsize)
                 for n, typ, off, size, link, entsize in raw]
 
     def has_section(self, name):
         return any(s[0] == name for s in self.sections)
 
     def _functions(self):
-        """Sorted [(address, size, name)] of the defined functions of .symtab, else .dynsym."""
+        """The defined functions of .symtab, else .dynsym, into the columns, by address."""
         for wanted in (SHT_SYMTAB, SHT_DYNSYM):
             table = next((s for s in self.sections if s[1] == wanted), None)
             if table is None:
                 continue
             funcs = self._symbols(table)
             if funcs:
-                funcs.sort()
-                return funcs
-        return []
+                order = sorted(range(len(funcs[0])), key=funcs[0].__getitem__)
+                for column, values in zip((self.starts, self.sizes, self.names), funcs):
+                    column.extend(values[i] for i in order)
+                return
 
     def _symbols(self, table):
         _, _, off, size, link, entsize = table
@@ -130,9 +148,10 @@ class ElfFile:
             return []
         count = min(size // entsize, MAX_SYMBOLS)
         _, _, str_off, str_size, _, _ = self.sections[link]
-        strings = self._at(self._f, str_off, str_size)
+        # A name past the bytes kept reads as no name.
+        self._strings = self._at(self._f, str_off, min(str_size, MAX_STRINGS))
         data = self._at(self._f, off, count * entsize)
-        funcs = []
+        funcs = (array("Q"), array("Q"), array("Q"))
         for i in range(count):
             at = i * entsize
             if self.is64:
@@ -142,8 +161,10 @@ class ElfFile:
                 name, value, sym_size, info, _, shndx = struct.unpack_from(
                     self.end + "IIIBBH", data, at)
             if (info & 0xF) in (STT_FUNC, STT_GNU_IFUNC) and shndx != SHN_UNDEF and value:
-                funcs.append((value, sym_size, _cstr(strings, name)))
-        return funcs
+                funcs[0].append(value)
+                funcs[1].append(sym_size)
+                funcs[2].append(name)
+        return funcs if funcs[0] else None
 
     def vaddr(self, offset):
         """The link-time address of an offset from the load base. The base is where the first
@@ -155,19 +176,23 @@ class ElfFile:
         """'name+0xoff' of the function holding vaddr, or None. Only a symbol whose size covers
         vaddr counts: the nearest symbol below it in a stripped module is often another
         function."""
-        i = bisect.bisect_right(self.functions, (vaddr, float("inf"), ""))
+        i = bisect.bisect_right(self.starts, vaddr)
         # A few entries back: aliases share a start, and a larger function may enclose others.
-        for start, size, name in reversed(self.functions[max(0, i - 16):i]):
+        for k in reversed(range(max(0, i - 16), i)):
+            start, size = self.starts[k], self.sizes[k]
             if start <= vaddr < start + size or start == vaddr:
-                return f"{name}+{vaddr - start:#x}"
+                return f"{self._name(self.names[k])}+{vaddr - start:#x}"
         return None
 
 
-def _cstr(blob, at):
+def _cstr(blob, at, limit):
+    """The NUL-terminated name at at, cut to limit bytes, as a terminal may show it (the file
+    is the log's choice: a name may hold a newline or an escape sequence)."""
     if at >= len(blob):
         return ""
-    end = blob.find(b"\0", at)
-    return blob[at:end if end >= 0 else len(blob)].decode("utf-8", "replace")
+    end = blob.find(b"\0", at, at + limit + 1)
+    text = terminal_text(blob[at:end if end >= 0 else at + limit].decode("utf-8", "replace"))
+    return text if end >= 0 or at + limit >= len(blob) else text + "..."
 
 
 def parse_offset(text):
@@ -189,22 +214,43 @@ class Resolver:
 
     def __init__(self, addr2line=None, use_addr2line=True):
         self.addr2line = addr2line or (shutil.which("addr2line") if use_addr2line else None)
-        self._elf = {}
+        self._identity = {}  # module path -> the file's identity, or why it has none
+        self._elf = collections.OrderedDict()  # identity -> ElfFile or why, the latest last
         self._lines = {}
         self._demangled = {}
 
     def elf(self, module):
-        """The module's ElfFile, or a string saying why there is none."""
-        if module not in self._elf:
-            self._elf[module] = self._open(module)
-        return self._elf[module]
+        """The module's ElfFile, or a string saying why there is none. A file is read once
+        however the log spells its path, and only the tables of the last few modules asked
+        for are held."""
+        identity = self._identity.get(module)
+        if identity is None:
+            identity = self._identity[module] = self._identify(module)
+        if isinstance(identity, str):
+            return identity
+        if identity in self._elf:
+            self._elf.move_to_end(identity)
+        else:
+            self._elf[identity] = self._open(module)
+            if len(self._elf) > MAX_OPEN_MODULES:
+                self._elf.popitem(last=False)
+        return self._elf[identity]
+
+    @staticmethod
+    def _identify(module):
+        """(device, inode, size, modification time) of the module's file, or why not."""
+        if not isinstance(module, str) or not module:
+            return "no module path"
+        try:
+            st = os.stat(module)
+        except (OSError, ValueError):
+            return "module not found" if not os.path.lexists(module) else "unreadable"
+        if not os.path.isfile(module):
+            return "not a regular file"
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     @staticmethod
     def _open(module):
-        if not isinstance(module, str) or not module:
-            return "no module path"
-        if not os.path.isfile(module):
-            return "module not found" if not os.path.exists(module) else "not a regular file"
         try:
             return ElfFile(module)
         except (OSError, ElfError, struct.error, MemoryError) as e:

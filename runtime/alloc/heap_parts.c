@@ -8,6 +8,7 @@
 #include "policy/procfs.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
+#include "runtime/core/fd_guard.h"
 #include "runtime/core/safe_file.h"
 
 /* Resident bytes of [start, end), asked of the kernel 16 MiB at a time. Pages a racing munmap
@@ -142,14 +143,14 @@ static bool glibc_arenas_resident(uint64_t *resident, uint32_t *largest_permille
         if (have == sizeof buf - 1) /* a line longer than the buffer: a path; dropped */
             have = 0;
     }
-    close(fd);
     if (have > 0) {
         buf[have] = '\0';
         scan_line(&a, buf);
     }
     judge(&a, NULL);
     if (a.mem_fd >= 0)
-        close(a.mem_fd);
+        roundtrim_fd_guard_close(a.mem_fd);
+    roundtrim_fd_guard_close(fd);
     *resident = a.resident;
     uint64_t largest = 0;
     for (unsigned i = 0; i < a.groups; i++)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "policy/procfs.h"
+#include "runtime/core/fd_guard.h"
 #include "runtime/core/safe_file.h"
 
 bool roundtrim_read_file(const char *path, char *buf, size_t cap)
@@ -23,7 +24,7 @@ bool roundtrim_read_file(const char *path, char *buf, size_t cap)
             break;
         len += (size_t)n;
     }
-    close(fd);
+    roundtrim_fd_guard_close(fd);
     buf[len] = '\0';
     return len > 0;
 }
@@ -71,14 +72,18 @@ bool roundtrim_status_mem_read(struct roundtrim_status_mem *out)
 
 bool roundtrim_rss_peak_reset(void)
 {
+    roundtrim_fd_guard_enter();
     int fd = open("/proc/thread-self/clear_refs", O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        roundtrim_fd_guard_leave();
         return false;
+    }
+    roundtrim_fd_guard_note(fd);
     /* "5" resets the peak RSS only; it leaves the page referenced/dirty bits alone. */
     bool ok = write(fd, "5", 1) == 1;
-    close(fd);
+    roundtrim_fd_guard_close(fd);
     return ok;
 }
 

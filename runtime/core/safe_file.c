@@ -1,4 +1,5 @@
 #include "runtime/core/safe_file.h"
+#include "runtime/core/fd_guard.h"
 #include "runtime/core/hash.h"
 
 #include <errno.h>
@@ -113,12 +114,16 @@ int roundtrim_open_read(const char *path)
         errno = EINVAL;
         return -1;
     }
+    roundtrim_fd_guard_enter();
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0)
+    if (fd < 0) {
+        roundtrim_fd_guard_leave();
         return -1;
+    }
+    roundtrim_fd_guard_note(fd);
     struct stat st;
     if (!keep_opened(fd, &st, &why)) {
-        close(fd);
+        roundtrim_fd_guard_close(fd);
         errno = EINVAL;
         return -1;
     }
@@ -153,11 +158,18 @@ int roundtrim_create_beside(const char *path, char *tmp, size_t cap)
             errno = ENAMETOOLONG;
             return -1;
         }
+        roundtrim_fd_guard_enter();
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-        if (fd >= 0)
-            return move_high(fd);
-        if (errno != EEXIST)
+        if (fd >= 0) {
+            fd = move_high(fd);
+            roundtrim_fd_guard_note(fd);
+            return fd;
+        }
+        int err = errno;
+        roundtrim_fd_guard_leave();
+        if (err != EEXIST)
             return -1;
+        errno = err;
     }
     return -1;
 }

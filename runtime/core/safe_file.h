@@ -25,12 +25,14 @@ int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const 
 int roundtrim_dup_high(int fd);
 
 /* Opens path for reading: only a regular file, without following a final symlink or blocking.
- * Returns -1 (errno set; EINVAL for a file that is not regular) on failure. */
+ * Returns -1 (errno set; EINVAL for a file that is not regular) on failure. The descriptor is
+ * held inside the fork guard (fd_guard.h): close it with roundtrim_fd_guard_close, soon. */
 int roundtrim_open_read(const char *path);
 
 /* Creates a new, empty regular file beside path, named ".<name>.<random>.tmp" in path's
  * directory (O_EXCL: never an existing file or a symlink), mode 0644 less the umask. Its name is
- * written to tmp. Returns the descriptor, or -1 with errno set. */
+ * written to tmp. Returns the descriptor, held inside the fork guard as roundtrim_open_read's,
+ * or -1 with errno set. */
 int roundtrim_create_beside(const char *path, char *tmp, size_t cap);
 
 /* Notes what fd refers to now (false when it is not open). */

@@ -10,6 +10,7 @@
 #include "policy/framework_hooks.h"
 #include "policy/procfs.h"
 #include "policy/prom_format.h"
+#include "runtime/core/fd_guard.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/settings.h"
@@ -76,7 +77,7 @@ static void replace_file(const char *path, const char *text, size_t n)
     const char *bufs[1] = {text};
     bool ok = roundtrim_write_quiet(fd, bufs, &n, 1) == n;
     int err = errno;
-    ok = close(fd) == 0 && ok;
+    ok = roundtrim_fd_guard_close(fd) == 0 && ok;
     if (!ok) {
         unlink(tmp);
         warn_once(path, "write", strerror(err ? err : errno));

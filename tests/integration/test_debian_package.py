@@ -119,6 +119,8 @@ def check_rounds_recorded(tmp_path, lib):
     report = run(["/usr/bin/roundtrim", "report", logs[0]], env=user_env())
     assert report.returncode == 0, report.stderr
     assert f"process {pid}" in report.stdout
+    # run by root, the report leaves nothing beside its modules that the package would not own
+    assert not os.path.lexists("/usr/libexec/roundtrim/__pycache__")
 
     env = run(["/usr/bin/roundtrim", "env", "--format", "docker"], env=user_env())
     assert env.returncode == 0, env.stderr

@@ -204,6 +204,32 @@ START_TEST(control_bytes_and_invalid_utf8_are_escaped)
 }
 END_TEST
 
+/* comm is cut at 15 bytes, inside a character ("f_客户端训练" ends "\xe7"), or set to any bytes
+ * with PR_SET_NAME: one invalid label and Prometheus drops the whole file. */
+START_TEST(process_label_is_valid_utf8_whatever_the_name)
+{
+    static const struct {
+        const char *name, *label;
+    } cases[] = {
+        {"f_\xe5\xae\xa2\xe6\x88\xb7\xe7\xab\xaf\xe8\xae\xad\xe7",
+         "f_\xe5\xae\xa2\xe6\x88\xb7\xe7\xab\xaf\xe8\xae\xad\xef\xbf\xbd"},
+        {"a\xff\xc0\x80z", "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz"},
+        {"t\x1b]0;x\x07", "t\xef\xbf\xbd]0;x\xef\xbf\xbd"},
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+    };
+    struct roundtrim_round_record r = sample();
+    struct roundtrim_traffic total = {1, 1, 1, 1, 0};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct roundtrim_prom_input in = {
+            .pid = 1, .role = "client", .process = cases[i].name, .last = &r, .total = &total};
+        char buf[8192], want[128];
+        ck_assert_uint_gt(roundtrim_prom_format(&in, buf, sizeof buf), 0);
+        snprintf(want, sizeof want, "process=\"%s\",", cases[i].label);
+        ck_assert_ptr_nonnull(strstr(buf, want));
+    }
+}
+END_TEST
+
 START_TEST(prometheus_text_has_help_type_and_labels)
 {
     struct roundtrim_round_record r = sample();
@@ -384,6 +410,7 @@ int main(void)
     tcase_add_test(tc, strings_are_escaped);
     tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
+    tcase_add_test(tc, process_label_is_valid_utf8_whatever_the_name);
     tcase_add_test(tc, memory_parts_and_action_yields);
     tcase_add_test(tc, prometheus_text_has_what_the_alerts_read);
     tcase_add_test(tc, skip_reasons_are_escaped_and_bounded);
