@@ -91,16 +91,24 @@ $(BUILD)/unit/%: tests/unit/%.c $$(call unit_link,$$*) $(BUILD)/unit/%.d
 deps:
 	@scripts/install-deps
 
+# Each suite's output is also kept in $(BUILD)/unit-results.txt, for the totals that end make check.
 unit: deps $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do $$t; done
+	@set -e; : > $(BUILD)/unit-results.txt; for t in $(UNIT_BINS); do \
+	    rc=0; $$t > $(BUILD)/unit-last.txt 2>&1 || rc=$$?; cat $(BUILD)/unit-last.txt; \
+	    cat $(BUILD)/unit-last.txt >> $(BUILD)/unit-results.txt; [ $$rc = 0 ] || exit $$rc; done
 
+# -rs: the skipped tests with their reasons; the JUnit report feeds the totals of make check.
 integration: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider --junitxml=$(BUILD)/integration.xml \
+	    tests/integration
 
 # The integration tests run last, alone: timing-sensitive tests must not share the two cores with
-# the sanitizer suites (fragments add those and `make layers` as prerequisites of check).
+# the sanitizer suites (fragments add those and `make layers` as prerequisites of check). It
+# ends with the totals of the unit suites and the integration tests, and the skipped tests.
 check: unit
-	@$(MAKE) --no-print-directory integration
+	@rm -f $(BUILD)/integration.xml; rc=0; \
+	    $(MAKE) --no-print-directory integration || rc=$$?; \
+	    $(PYTHON) scripts/test-totals $(BUILD); exit $$rc
 
 demo: deps lib $(BUILD)/tests/fl_workload $(EXTRA_TARGETS)
 	@scripts/demo
