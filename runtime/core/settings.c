@@ -1,6 +1,5 @@
 #include "runtime/core/settings.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +79,10 @@ void roundtrim_warn_once_errno(const char *text, int err)
     roundtrim_warn(line);
 }
 
-/* The variables the settings may read, found in one pass over the environment at start (a getenv
- * per option walked the whole environment some thirty times in every process). Only names under
- * these prefixes are kept; any other name is looked up with getenv. */
+/* The variables the settings read, found in one pass over the environment at start (a getenv
+ * per option walked the whole environment some thirty times in every process): the option
+ * table's names and aliases (ROUNDTRIM_, NVFLARE_) and glibc's own malloc settings (MALLOC_,
+ * GLIBC_TUNABLES), the only names env_lookup is asked for. */
 static inline __attribute__((always_inline)) bool settings_name(const char *s)
 {
     switch (s[0]) {
@@ -103,27 +103,11 @@ static inline __attribute__((always_inline)) bool settings_name(const char *s)
 static const char *env_kept[ENV_KEPT]; /* "NAME=value", in the environment's order */
 static unsigned env_kept_count;
 static bool env_scanned, env_overflow;
-/* The first two characters of every name in the environment, hashed into 256 bits: a name whose
- * bit is clear is certainly not there (most lookups end on this one test). */
-static uint64_t env_seen[4];
-
-static inline unsigned name_key(const char *s, char end)
-{
-    unsigned c0 = (unsigned char)s[0];
-    if (c0 == 0 || c0 == (unsigned char)end)
-        return 0;
-    unsigned c1 = (unsigned char)s[1];
-    if (c1 == (unsigned char)end)
-        c1 = 0;
-    return (c0 * 31 + c1) & 255;
-}
 
 static void env_scan(void)
 {
     env_scanned = true;
     for (char **e = environ; e && *e; e++) {
-        unsigned k = name_key(*e, '=');
-        env_seen[k >> 6] |= (uint64_t)1 << (k & 63);
         if (!settings_name(*e))
             continue;
         if (env_kept_count == ENV_KEPT) {
@@ -134,17 +118,14 @@ static void env_scan(void)
     }
 }
 
-/* getenv(name), the first entry of that name winning as there. Only at start: the entries kept
- * are the environment's as it was then. */
+/* getenv(name) for a settings name, the first entry of that name winning as there. Only at
+ * start: the entries kept are the environment's as it was then. */
 static const char *env_lookup(void *ctx, const char *name)
 {
     (void)ctx;
     if (!env_scanned)
         env_scan();
-    unsigned k = name_key(name, '\0');
-    if (!env_overflow && !(env_seen[k >> 6] & ((uint64_t)1 << (k & 63))))
-        return NULL;
-    if (env_overflow || !settings_name(name))
+    if (env_overflow)
         return getenv(name);
     for (unsigned i = 0; i < env_kept_count; i++) {
         const char *e = env_kept[i];
