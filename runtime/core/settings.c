@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "policy/option_names.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
@@ -140,6 +141,18 @@ static const char *env_lookup(void *ctx, const char *name)
     return NULL;
 }
 
+/* Each of our names that names nothing gets a line: a misspelled variable would otherwise change
+ * nothing without a word. Only the names kept at start are looked at, so this costs nothing in
+ * a process that sets none. */
+static void warn_unknown_names(void)
+{
+    char line[ROUNDTRIM_WARNING_LEN];
+    for (unsigned i = 0; i < env_kept_count; i++)
+        if (env_kept[i][0] == 'R' &&
+            roundtrim_unknown_variable_warning(env_kept[i], line, sizeof line))
+            roundtrim_warn(line);
+}
+
 bool roundtrim_settings_load(void)
 {
     start_ts = roundtrim_wall_seconds();
@@ -154,6 +167,7 @@ bool roundtrim_settings_load(void)
     config.cgroup_dir = keep_string(RT_OPT_CGROUP_DIR, config.cgroup_dir);
     for (unsigned i = 0; i < config.warning_count; i++)
         roundtrim_warn(config.warnings[i]);
+    warn_unknown_names();
     return !config.disabled;
 }
 
