@@ -8,9 +8,9 @@
 
 #include "policy/option_names.h"
 #include "runtime/core/clock.h"
+#include "runtime/core/env_scan.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
-#include "runtime/core/text.h"
 
 const char roundtrim_nothing_to_do[] = "nothing_to_do";
 
@@ -80,56 +80,17 @@ void roundtrim_warn_once_errno(const char *text, int err)
     roundtrim_warn(line);
 }
 
-/* The variables the settings read, found in one pass over the environment at start (a getenv
- * per option walked the whole environment some thirty times in every process): the option
- * table's names and aliases (ROUNDTRIM_, NVFLARE_) and glibc's own malloc settings (MALLOC_,
- * GLIBC_TUNABLES), the only names env_lookup is asked for. */
-static inline __attribute__((always_inline)) bool settings_name(const char *s)
-{
-    switch (s[0]) {
-    case 'R':
-        return roundtrim_starts_with(s + 1, "OUNDTRIM_");
-    case 'N':
-        return roundtrim_starts_with(s + 1, "VFLARE_");
-    case 'M':
-        return roundtrim_starts_with(s + 1, "ALLOC_");
-    case 'G':
-        return roundtrim_starts_with(s + 1, "LIBC_TUNABLES");
-    default:
-        return false;
-    }
-}
-
-#define ENV_KEPT 64
-static const char *env_kept[ENV_KEPT]; /* "NAME=value", in the environment's order */
-static unsigned env_kept_count;
-static bool env_scanned, env_overflow;
-
-static void env_scan(void)
-{
-    env_scanned = true;
-    for (char **e = environ; e && *e; e++) {
-        if (!settings_name(*e))
-            continue;
-        if (env_kept_count == ENV_KEPT) {
-            env_overflow = true; /* more than fit: getenv answers everything */
-            return;
-        }
-        env_kept[env_kept_count++] = *e;
-    }
-}
-
-/* getenv(name) for a settings name, the first entry of that name winning as there. Only at
- * start: the entries kept are the environment's as it was then. */
+/* getenv(name) for the names the option table reads, from the start's one pass over the
+ * environment (a getenv per option walked the whole environment some thirty times in every
+ * process); the first entry of that name wins, as there. */
 static const char *env_lookup(void *ctx, const char *name)
 {
     (void)ctx;
-    if (!env_scanned)
-        env_scan();
-    if (env_overflow)
+    const struct roundtrim_env_scan *env = roundtrim_env_scan();
+    if (env->overflow)
         return getenv(name);
-    for (unsigned i = 0; i < env_kept_count; i++) {
-        const char *e = env_kept[i];
+    for (unsigned i = 0; i < env->kept_count; i++) {
+        const char *e = env->kept[i];
         const char *n = name;
         while (*n && *e == *n) {
             e++;
@@ -146,10 +107,11 @@ static const char *env_lookup(void *ctx, const char *name)
  * a process that sets none. */
 static void warn_unknown_names(void)
 {
+    const struct roundtrim_env_scan *env = roundtrim_env_scan();
     char line[ROUNDTRIM_WARNING_LEN];
-    for (unsigned i = 0; i < env_kept_count; i++)
-        if (env_kept[i][0] == 'R' &&
-            roundtrim_unknown_variable_warning(env_kept[i], line, sizeof line))
+    for (unsigned i = 0; i < env->kept_count; i++)
+        if (env->kept[i][0] == 'R' &&
+            roundtrim_unknown_variable_warning(env->kept[i], line, sizeof line))
             roundtrim_warn(line);
 }
 
