@@ -92,7 +92,8 @@ static inline void roundtrim_count_mmapped(struct roundtrim_thread_counters *c, 
  * anyway: the fast paths' plain case is two instructions shorter each. */
 static inline void roundtrim_count_glibc_alloc(struct roundtrim_thread_counters *c, size_t header)
 {
-    uint64_t bytes = (header & ~(size_t)7) - sizeof(size_t);
+    /* (header & ~7) - 8, one instruction shorter: the size bits are a multiple of 8. */
+    uint64_t bytes = (header - sizeof(size_t)) & ~(size_t)7;
     if (__builtin_expect((header & 2) != 0, 0)) { /* IS_MMAPPED */
         bytes -= sizeof(size_t);
         c->mmapped_bytes += bytes;
@@ -103,7 +104,7 @@ static inline void roundtrim_count_glibc_alloc(struct roundtrim_thread_counters 
 
 static inline void roundtrim_count_glibc_free(struct roundtrim_thread_counters *c, size_t header)
 {
-    uint64_t bytes = (header & ~(size_t)7) - sizeof(size_t);
+    uint64_t bytes = (header - sizeof(size_t)) & ~(size_t)7;
     if (__builtin_expect((header & 2) != 0, 0)) {
         bytes -= sizeof(size_t);
         c->mmapped_bytes -= bytes;
