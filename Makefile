@@ -30,7 +30,13 @@ LIB_SRCS  := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.c runtime/*.c runt
 LIB_ASM   := $(filter-out $(EXCLUDE),$(sort $(wildcard shim/*.S)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(LIB_ASM:%.S=$(BUILD)/obj/%.o)
 POLICY_SRCS := $(sort $(wildcard policy/*.c))
-HEADERS   := $(wildcard include/*.h shim/*.h runtime/*.h runtime/*/*.h policy/*.h)
+# Header dependencies come from the compiler: each object's .d file names the headers it
+# included (-MMD, -MP: a deleted header is no error), so a header edit rebuilds what uses it.
+# Rules that compile several sources into one program write theirs first with write_deps. A
+# target without its .d file yet (built before this rule) is built again once.
+DEP_FLAGS := -MMD -MP
+# write_deps TARGET,FLAGS,SOURCES: one rule per .c source of TARGET, into TARGET.d.
+write_deps = $(CC) -MM -MP -MT $(1) $(2) $(filter %.c,$(3)) > $(1).d.tmp && mv $(1).d.tmp $(1).d
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -53,9 +59,9 @@ all: $(EXTRA_TARGETS)
 
 lib: $(BUILD)/libroundtrim.so
 
-$(BUILD)/obj/%.o: %.c $(HEADERS)
+$(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(LIB_CFLAGS) $(DEP_FLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.S
 	@mkdir -p $(dir $@)
@@ -76,25 +82,33 @@ $(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h $(wildcard tests/progra
 # (secondary expansion): any fragment may set them.
 unit_link = $(or $(UNIT_LINK_$(1)),$(POLICY_SRCS))
 .SECONDEXPANSION:
-$(BUILD)/unit/%: tests/unit/%.c $$(call unit_link,$$*) \
-                 $$(if $$(UNIT_LINK_$$*),$(HEADERS),$(wildcard policy/*.h)) $(wildcard tests/unit/*.h)
+$(BUILD)/unit/%: tests/unit/%.c $$(call unit_link,$$*) $(BUILD)/unit/%.d
 	@mkdir -p $(dir $@)
+	@$(call write_deps,$@,-I. $(CHECK_CFLAGS) $(UNIT_CFLAGS_$*),$< $(call unit_link,$*))
 	$(CC) $(BASE_CFLAGS) -O1 $(SAN_FLAGS) -pthread -I. $(CHECK_CFLAGS) $(UNIT_CFLAGS_$*) $< \
 	    $(call unit_link,$*) -o $@ $(CHECK_LIBS)
 
 deps:
 	@scripts/install-deps
 
+# Each suite's output is also kept in $(BUILD)/unit-results.txt, for the totals that end make check.
 unit: deps $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do $$t; done
+	@set -e; : > $(BUILD)/unit-results.txt; for t in $(UNIT_BINS); do \
+	    rc=0; $$t > $(BUILD)/unit-last.txt 2>&1 || rc=$$?; cat $(BUILD)/unit-last.txt; \
+	    cat $(BUILD)/unit-last.txt >> $(BUILD)/unit-results.txt; [ $$rc = 0 ] || exit $$rc; done
 
+# -rs: the skipped tests with their reasons; the JUnit report feeds the totals of make check.
 integration: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests/integration
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider --junitxml=$(BUILD)/integration.xml \
+	    tests/integration
 
 # The integration tests run last, alone: timing-sensitive tests must not share the two cores with
-# the sanitizer suites (fragments add those and `make layers` as prerequisites of check).
+# the sanitizer suites (fragments add those and `make layers` as prerequisites of check). It
+# ends with the totals of the unit suites and the integration tests, and the skipped tests.
 check: unit
-	@$(MAKE) --no-print-directory integration
+	@rm -f $(BUILD)/integration.xml; rc=0; \
+	    $(MAKE) --no-print-directory integration || rc=$$?; \
+	    $(PYTHON) scripts/test-totals $(BUILD); exit $$rc
 
 demo: deps lib $(BUILD)/tests/fl_workload $(EXTRA_TARGETS)
 	@scripts/demo
@@ -106,6 +120,12 @@ install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/libroundtrim.so $(DESTDIR)$(LIBDIR)/libroundtrim.so
 	install -m 0644 include/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
+
+# The .d files as targets of their own without a recipe: one not there yet makes its target
+# build again.
+DEP_FILES := $(LIB_SRCS:%.c=$(BUILD)/obj/%.d) $(UNIT_BINS:=.d) $(TSAN_BINS:=.d)
+$(DEP_FILES):
+-include $(wildcard $(DEP_FILES) $(BUILD)/*.d)
 
 format:
 	clang-format -i $(wildcard shim/*.[ch] runtime/*.[ch] runtime/*/*.[ch] policy/*.[ch] include/*.h \

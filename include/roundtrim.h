@@ -2,7 +2,8 @@
  *
  * A program needs none of them: a signal (ROUNDTRIM_ROUND_SIGNAL, SIGUSR1 by default), a Python
  * hook (ROUNDTRIM_PY_HOOK) or a timer (ROUNDTRIM_INTERVAL_S) marks rounds without code changes.
- * From Python: ctypes.CDLL(None).roundtrim_round_end() */
+ * From Python, a call that does nothing where the library is not preloaded:
+ *   getattr(ctypes.CDLL(None), "roundtrim_round_end", lambda: 0)() */
 #ifndef ROUNDTRIM_H
 #define ROUNDTRIM_H
 

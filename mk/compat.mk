@@ -8,5 +8,5 @@ $(BUILD)/compat/bad_alloc: tests/compat/bad_alloc.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -pthread $< -o $@
 compat: deps lib $(COMPAT_PROGRAMS)
-	@$(PYTHON) tests/compat/run.py $(BUILD)
+	@rm -f $(BUILD)/compat-results.txt; $(PYTHON) tests/compat/run.py $(BUILD)
 check: compat

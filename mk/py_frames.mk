@@ -1,5 +1,6 @@
 # What the reader's Python API lookups need from the runtime's core (the loader tables).
-PY_FRAMES_CORE := runtime/core/loader_tables.c runtime/core/loaded_object.c runtime/core/real_dlsym.c
+PY_FRAMES_CORE := runtime/core/loader_tables.c runtime/core/env_scan.c runtime/core/loaded_object.c \
+                  runtime/core/real_dlsym.c
 
 # The Python frame reader in a library the tests load into each interpreter through ctypes,
 # with UBSan watching its reads; and the same reader inside malloc, preloaded into Python (no

@@ -10,8 +10,9 @@ ROUNDTRIM_LIBDIR_FROM_BIN = $(if $(filter $(PREFIX)/%,$(LIBDIR)),../$(patsubst $
 
 ROUNDTRIM_OPTIONS_SRCS := scripts/roundtrim-options.c $(POLICY_SRCS)
 
-$(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS) $(wildcard policy/*.h)
+$(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS)
 	@mkdir -p $(dir $@)
+	@$(call write_deps,$@,-I. -Iinclude $(DIST_CPPFLAGS),$(ROUNDTRIM_OPTIONS_SRCS))
 	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS) $(ROUNDTRIM_OPTIONS_SRCS) \
 	    $(DIST_LDFLAGS) -o $@
 
@@ -38,8 +39,9 @@ INSTALL_HOOKS += install-scripts
 
 # The option table's defaults, parsed at build time for the library (policy/options.c), so that
 # a start reads values instead of parsing the same text in every process.
-$(BUILD)/option-defaults: scripts/option-defaults.c $(POLICY_SRCS) $(wildcard policy/*.h)
+$(BUILD)/option-defaults: scripts/option-defaults.c $(POLICY_SRCS)
 	@mkdir -p $(dir $@)
+	@$(call write_deps,$@,-I.,scripts/option-defaults.c $(POLICY_SRCS))
 	$(CC) $(BASE_CFLAGS) -O1 -I. scripts/option-defaults.c $(POLICY_SRCS) -o $@
 
 $(BUILD)/gen/option_defaults.h: $(BUILD)/option-defaults

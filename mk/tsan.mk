@@ -14,8 +14,9 @@ TSAN_RUN_OPTIONS := halt_on_error=1 exitcode=66 second_deadlock_stack=1 \
 
 .PHONY: tsan
 .SECONDEXPANSION:
-$(BUILD)/tsan/%: tests/unit/%.c $$(UNIT_LINK_$$*) $(HEADERS) $(wildcard tests/unit/*.h)
+$(BUILD)/tsan/%: tests/unit/%.c $$(UNIT_LINK_$$*) $(BUILD)/tsan/%.d
 	@mkdir -p $(dir $@)
+	@$(call write_deps,$@,-I. $(CHECK_CFLAGS) $(UNIT_CFLAGS_$*),$< $(UNIT_LINK_$*))
 	$(CC) $(BASE_CFLAGS) -O1 $(TSAN_FLAGS) -pthread -I. $(CHECK_CFLAGS) $(UNIT_CFLAGS_$*) $< \
 	    $(UNIT_LINK_$*) -o $@ $(CHECK_LIBS)
 

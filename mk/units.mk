@@ -34,3 +34,6 @@ UNIT_LINK_check_thread_counters  := runtime/alloc/thread_counters.c runtime/core
                                     tests/unit/stubs_thread_counters.c
 UNIT_LINK_stress_thread_counters := $(UNIT_LINK_check_thread_counters)
 TSAN_SUITES += check_thread_counters stress_thread_counters
+
+# The start's one pass over the environment (runtime/core/env_scan.c), alone.
+UNIT_LINK_check_env_scan := runtime/core/env_scan.c

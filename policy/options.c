@@ -1,6 +1,7 @@
 #include "policy/options.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -439,7 +440,9 @@ static void load_option(struct roundtrim_config *cfg, enum roundtrim_option_id i
 
 void roundtrim_config_load(struct roundtrim_config *cfg, roundtrim_env_lookup lookup, void *ctx)
 {
-    memset(cfg, 0, sizeof *cfg);
+    /* Each warning line is written whole when added: clearing all 7 KiB of them (glibc's memset
+     * does it with rep stosb) took more instructions than the rest of the parse. */
+    memset(cfg, 0, offsetof(struct roundtrim_config, warnings));
     /* The role first: other defaults depend on it. */
     load_option(cfg, RT_OPT_DISABLE, false, lookup, ctx);
     load_option(cfg, RT_OPT_ROLE, false, lookup, ctx);

@@ -7,17 +7,20 @@
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/core/fd_guard.h"
+#include "runtime/boundary/boundary.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/stderr_hold.h"
 #include "runtime/core/vm_child.h"
 #include "runtime/cuda/track.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/output/metrics_file.h"
+#include "runtime/output/no_rounds.h"
 #include "runtime/output/sites_record.h"
 #include "runtime/output/start_record.h"
 #include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
 #include "runtime/python/gil.h"
+#include "runtime/python/hook.h"
 #include "runtime/rounds/round.h"
 #include "runtime/rounds/worker.h"
 #include "runtime/sites/sampler.h"
@@ -70,6 +73,11 @@ static void at_exit(void)
 {
     if (roundtrim_in_vm_child()) /* exit() in a vfork child: the state is the parent's */
         return;
+    /* A process that ended no round says so, rather than nothing: its hooks that never
+     * attached, and in its log the no-rounds note once its first minutes have passed. */
+    if (roundtrim_boundaries_seen() == 0)
+        roundtrim_py_hooks_warn_unattached();
+    roundtrim_no_rounds_write_when_due();
     roundtrim_round_at_exit();
 }
 

@@ -188,10 +188,7 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
-            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
-            c->malloc_calls++;
-            c->malloc_bytes += bytes;
-            roundtrim_count_mmapped(c, h, bytes, false);
+            roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
             return p;
         }
         if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
@@ -207,10 +204,7 @@ ROUNDTRIM_EXPORT void free(void *p)
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
-            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
-            c->free_calls++;
-            c->free_bytes += bytes;
-            roundtrim_count_mmapped(c, h, bytes, true);
+            roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
             roundtrim_next.free(p);
             return;
         }

@@ -23,7 +23,7 @@ static enum roundtrim_allocator kind = RT_ALLOC_OTHER;
 static char other_name[256] = "other";
 static mallctl_fn je_mallctl;
 static malloc_trim_fn glibc_malloc_trim;
-static mallopt_fn glibc_mallopt;
+static struct roundtrim_loaded_object glibc_object;
 
 /* When the program's malloc is not ours (an allocator preloaded before roundtrim, one linked
  * into the executable, a library loaded with dlopen), none of the program's calls reach the
@@ -161,9 +161,10 @@ void roundtrim_allocator_detect(void)
             roundtrim_counters_use_jemalloc(je_mallctl);
     } else if (libc) {
         glibc_malloc_trim = (malloc_trim_fn)allocator_symbol(&obj, "malloc_trim");
-        glibc_mallopt = (mallopt_fn)allocator_symbol(&obj, "mallopt");
-        if (glibc_malloc_trim)
+        if (glibc_malloc_trim) {
             kind = RT_ALLOC_GLIBC;
+            glibc_object = info; /* mallopt is looked up when a setting needs it */
+        }
     }
     if (kind == RT_ALLOC_OTHER)
         name_object(info.path);
@@ -246,13 +247,20 @@ unsigned roundtrim_allocator_release(uint64_t *us)
 
 void roundtrim_allocator_tune(const struct roundtrim_config *cfg)
 {
-    if (kind != RT_ALLOC_GLIBC || !glibc_mallopt)
+    bool arenas = cfg->arena_max > 0 && cfg->setting[RT_OPT_ARENA_MAX].source != RT_FROM_GLIBC;
+    bool threshold =
+        cfg->mmap_threshold > 0 && cfg->setting[RT_OPT_MMAP_THRESHOLD].source != RT_FROM_GLIBC;
+    if (kind != RT_ALLOC_GLIBC || !(arenas || threshold))
         return;
-    if (cfg->arena_max > 0 && cfg->setting[RT_OPT_ARENA_MAX].source != RT_FROM_GLIBC)
+    struct allocator_object obj = {&glibc_object, NULL, false};
+    mallopt_fn glibc_mallopt = (mallopt_fn)allocator_symbol(&obj, "mallopt");
+    if (glibc_mallopt && arenas)
         glibc_mallopt(M_ARENA_MAX, (int)cfg->arena_max);
     /* Setting the threshold also stops glibc from raising it after each large free. */
-    if (cfg->mmap_threshold > 0 && cfg->setting[RT_OPT_MMAP_THRESHOLD].source != RT_FROM_GLIBC)
+    if (glibc_mallopt && threshold)
         glibc_mallopt(M_MMAP_THRESHOLD, (int)cfg->mmap_threshold);
+    if (obj.handle)
+        dlclose(obj.handle);
 }
 
 static uint64_t program_trims;

@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "runtime/core/env_scan.h"
 #include "runtime/core/text.h"
 
 /* The objects the tables describe: the caller's namespace from the executable up to the loader
@@ -60,20 +61,7 @@ static unsigned long long adds_at_build;
 /* What the loader was told at start that changes what dlsym answers or prints. */
 static bool environment_allows(void)
 {
-    if (getauxval(AT_SECURE))
-        return false;
-    for (char **e = environ; e && *e; e++) {
-        const char *s = *e;
-        if (s[0] == 'L' && s[1] == 'D' && s[2] == '_') {
-            if (roundtrim_starts_with(s + 3, "AUDIT=") || roundtrim_starts_with(s + 3, "DEBUG=") ||
-                roundtrim_starts_with(s + 3, "DYNAMIC_WEAK="))
-                return false;
-        } else if (s[0] == 'G' && roundtrim_starts_with(s, "GLIBC_TUNABLES=") &&
-                   roundtrim_contains(s, "dynamic_weak")) {
-            return false;
-        }
-    }
-    return true;
+    return !getauxval(AT_SECURE) && !roundtrim_env_scan()->loader_changed;
 }
 
 static bool maps(const ElfW(Phdr) * phdr, unsigned phnum, uintptr_t bias, uintptr_t addr,

@@ -1,16 +1,16 @@
 #include "runtime/core/settings.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "policy/option_names.h"
 #include "runtime/core/clock.h"
+#include "runtime/core/env_scan.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
-#include "runtime/core/text.h"
 
 const char roundtrim_nothing_to_do[] = "nothing_to_do";
 
@@ -80,74 +80,17 @@ void roundtrim_warn_once_errno(const char *text, int err)
     roundtrim_warn(line);
 }
 
-/* The variables the settings may read, found in one pass over the environment at start (a getenv
- * per option walked the whole environment some thirty times in every process). Only names under
- * these prefixes are kept; any other name is looked up with getenv. */
-static inline __attribute__((always_inline)) bool settings_name(const char *s)
-{
-    switch (s[0]) {
-    case 'R':
-        return roundtrim_starts_with(s + 1, "OUNDTRIM_");
-    case 'N':
-        return roundtrim_starts_with(s + 1, "VFLARE_");
-    case 'M':
-        return roundtrim_starts_with(s + 1, "ALLOC_");
-    case 'G':
-        return roundtrim_starts_with(s + 1, "LIBC_TUNABLES");
-    default:
-        return false;
-    }
-}
-
-#define ENV_KEPT 64
-static const char *env_kept[ENV_KEPT]; /* "NAME=value", in the environment's order */
-static unsigned env_kept_count;
-static bool env_scanned, env_overflow;
-/* The first two characters of every name in the environment, hashed into 256 bits: a name whose
- * bit is clear is certainly not there (most lookups end on this one test). */
-static uint64_t env_seen[4];
-
-static inline unsigned name_key(const char *s, char end)
-{
-    unsigned c0 = (unsigned char)s[0];
-    if (c0 == 0 || c0 == (unsigned char)end)
-        return 0;
-    unsigned c1 = (unsigned char)s[1];
-    if (c1 == (unsigned char)end)
-        c1 = 0;
-    return (c0 * 31 + c1) & 255;
-}
-
-static void env_scan(void)
-{
-    env_scanned = true;
-    for (char **e = environ; e && *e; e++) {
-        unsigned k = name_key(*e, '=');
-        env_seen[k >> 6] |= (uint64_t)1 << (k & 63);
-        if (!settings_name(*e))
-            continue;
-        if (env_kept_count == ENV_KEPT) {
-            env_overflow = true; /* more than fit: getenv answers everything */
-            return;
-        }
-        env_kept[env_kept_count++] = *e;
-    }
-}
-
-/* getenv(name), the first entry of that name winning as there. Only at start: the entries kept
- * are the environment's as it was then. */
+/* getenv(name) for the names the option table reads, from the start's one pass over the
+ * environment (a getenv per option walked the whole environment some thirty times in every
+ * process); the first entry of that name wins, as there. */
 static const char *env_lookup(void *ctx, const char *name)
 {
     (void)ctx;
-    if (!env_scanned)
-        env_scan();
-    unsigned k = name_key(name, '\0');
-    if (!env_overflow && !(env_seen[k >> 6] & ((uint64_t)1 << (k & 63))))
-        return NULL;
-    if (env_overflow || !settings_name(name))
+    const struct roundtrim_env_scan *env = roundtrim_env_scan();
+    if (env->overflow)
         return getenv(name);
-    for (unsigned i = 0; i < env_kept_count; i++) {
-        const char *e = env_kept[i];
+    for (unsigned i = 0; i < env->kept_count; i++) {
+        const char *e = env->kept[i];
         const char *n = name;
         while (*n && *e == *n) {
             e++;
@@ -157,6 +100,19 @@ static const char *env_lookup(void *ctx, const char *name)
             return e + 1;
     }
     return NULL;
+}
+
+/* Each of our names that names nothing gets a line: a misspelled variable would otherwise change
+ * nothing without a word. Only the names kept at start are looked at, so this costs nothing in
+ * a process that sets none. */
+static void warn_unknown_names(void)
+{
+    const struct roundtrim_env_scan *env = roundtrim_env_scan();
+    char line[ROUNDTRIM_WARNING_LEN];
+    for (unsigned i = 0; i < env->kept_count; i++)
+        if (env->kept[i][0] == 'R' &&
+            roundtrim_unknown_variable_warning(env->kept[i], line, sizeof line))
+            roundtrim_warn(line);
 }
 
 bool roundtrim_settings_load(void)
@@ -173,6 +129,7 @@ bool roundtrim_settings_load(void)
     config.cgroup_dir = keep_string(RT_OPT_CGROUP_DIR, config.cgroup_dir);
     for (unsigned i = 0; i < config.warning_count; i++)
         roundtrim_warn(config.warnings[i]);
+    warn_unknown_names();
     return !config.disabled;
 }
 

@@ -11,7 +11,9 @@
 
 struct roundtrim_cuda_entry roundtrim_cuda_entries[ROUNDTRIM_CUDA_ENTRY_COUNT];
 
-static const char *const entry_names[ROUNDTRIM_CUDA_ENTRY_COUNT] = {
+/* Names held in the table, not pointed at: a table of pointers costs every process's start a
+ * relocation per row, CUDA or not. */
+static const char entry_names[ROUNDTRIM_CUDA_ENTRY_COUNT][40] = {
 #define WRAPPED_NAME(name)             [ID_##name] = #name,
 #define CALLED_NAME(name, ret, params) [ID_##name] = #name,
     ROUNDTRIM_CUDA_WRAPPED(WRAPPED_NAME) ROUNDTRIM_CUDA_CALLED(CALLED_NAME)

@@ -158,6 +158,14 @@ bool roundtrim_log_write(const char *line, size_t len)
     return ok;
 }
 
+bool roundtrim_log_open(void)
+{
+    pthread_mutex_lock(&log_lock);
+    bool ok = ensure_open();
+    pthread_mutex_unlock(&log_lock);
+    return ok;
+}
+
 bool roundtrim_log_started(void)
 {
     return __atomic_load_n(&log_state, __ATOMIC_RELAXED) == LOG_OPEN;

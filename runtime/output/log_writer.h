@@ -19,6 +19,10 @@ void roundtrim_log_set_first_record(roundtrim_record_format_fn format);
  * record before anything else. Returns false when there is no usable log. */
 bool roundtrim_log_write(const char *line, size_t len);
 
+/* Opens the log now, writing its start record, if it is not open yet. Returns false when there is
+ * no usable log. */
+bool roundtrim_log_open(void);
+
 /* Whether this process has written anything to its log. */
 bool roundtrim_log_started(void);
 

@@ -5,6 +5,7 @@
 
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
+#include "runtime/output/no_rounds.h"
 #include "runtime/python/hook.h"
 #include "runtime/sites/sampler.h"
 #include "runtime/core/settings.h"
@@ -42,5 +43,8 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     roundtrim_json_str(&j, "sites_skipped", roundtrim_sampler_skipped());
     /* null where the samples carry native frames; "libunwind_missing": Python frames only */
     roundtrim_json_str(&j, "sites_native_skipped", roundtrim_sampler_native_skipped());
+    const char *no_rounds = roundtrim_no_rounds_note();
+    if (no_rounds)
+        roundtrim_json_str(&j, "no_rounds", no_rounds);
     return roundtrim_json_end(&j);
 }

@@ -9,8 +9,10 @@
 
 struct roundtrim_py_api roundtrim_py __attribute__((visibility("hidden")));
 
+/* The name is held in the row, not pointed at: a table of pointers costs every process's start
+ * a relocation per row, Python or not. */
 struct sym {
-    const char *name;
+    char name[40];
     size_t offset; /* of the pointer in struct roundtrim_py_api */
 };
 

@@ -38,6 +38,11 @@ void roundtrim_py_hooks_start_json(struct roundtrim_json *j);
  * process imported. Nothing when no hook was armed. Reads no Python state. */
 void roundtrim_py_hooks_exit_json(struct roundtrim_json *j);
 
+/* At the exit of a process that ended no round: one warning line for each name the user gave
+ * (ROUNDTRIM_PY_HOOK) that never attached, saying why and what to do instead. Reads no Python
+ * state. */
+void roundtrim_py_hooks_warn_unattached(void);
+
 /* The framework whose round hooks attached (its row's top-level package: "nvflare", "flwr",
  * "appfl"), preferring one whose hook was called; NULL when none attached. Reads no Python state;
  * a walk of the table's few entries. */

@@ -2,6 +2,10 @@
  * (runtime/python/hook_table.h): no Python state is read, so the exit record can be written with
  * the interpreter gone or the GIL held by someone else. */
 #include <stddef.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "runtime/core/settings.h"
 
 #include "policy/round_record.h"
 #include "runtime/python/hook.h"
@@ -62,6 +66,35 @@ void roundtrim_py_hooks_exit_json(struct roundtrim_json *j)
     exit_list(j, "hooks_attached", ATTACHED);
     exit_list(j, "hooks_not_imported", NOT_IMPORTED);
     exit_list(j, "hooks_missing", MISSING);
+}
+
+/* What a name that never attached is told: a function of the main script is bound only when an
+ * audited event (an import, an open) follows its definition, which a script that calls it from
+ * its own body at once may never make; a module is bound when it is imported. */
+static const char *unattached_advice(const struct roundtrim_py_hook *e)
+{
+    if (e->in_main)
+        return "the main script's functions are hooked only when an audited event (an import, "
+               "an open) follows their definition; move the function into a module the script "
+               "imports and name that module (module:qualname), or call roundtrim_round_end() "
+               "at the end of each round";
+    return "the module was never imported by this process; name a module the program imports "
+           "(python3 -X importtime lists them), or call roundtrim_round_end() at the end of each "
+           "round";
+}
+
+void roundtrim_py_hooks_warn_unattached(void)
+{
+    for (size_t i = 0; i < HOOKS.count; i++) {
+        const struct roundtrim_py_hook *e = &HOOKS.entry[i];
+        if (e->fw || e->state != RT_HOOK_PENDING)
+            continue;
+        char line[800];
+        snprintf(line, sizeof line,
+                 "ROUNDTRIM_PY_HOOK: %s never attached in process %d, which ended no round: %s",
+                 e->target, (int)getpid(), unattached_advice(e));
+        roundtrim_warn(line);
+    }
 }
 
 const char *roundtrim_py_hooks_framework(void)

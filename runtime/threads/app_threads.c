@@ -44,7 +44,8 @@ static int threads_now(void)
 
 void roundtrim_app_threads_start(void)
 {
-    roundtrim_real_pthread_create_resolve();
+    /* libc's pthread_create is looked up at the first call of the hook, not here: most
+     * processes never create a thread. */
     key_ok = pthread_key_create(&end_key, thread_ended) == 0;
     /* Only this thread will be counted down: any other that exists already keeps the count
      * above zero for good, which leaves the process as it would be without this watch. */

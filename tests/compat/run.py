@@ -173,8 +173,10 @@ def main(argv):
     print(f"{'program':<{width}}  result  (wall time: {', '.join(MODES)})")
     for name, result, seconds in rows:
         print(f"{name:<{width}}  {result}  {seconds}")
-    print(f"compat: {len(rows) - failures - missing} same, {failures} differ, "
-          f"{missing} missing")
+    summary = (f"compat: {len(rows) - failures - missing} programs same bare and preloaded, "
+               f"{failures} differ, {missing} missing")
+    print(summary)
+    (build / "compat-results.txt").write_text(summary + "\n")
     if failures:
         return 1
     return 2 if missing else 0

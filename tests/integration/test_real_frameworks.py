@@ -137,7 +137,7 @@ def nvflare_run(nvflare_tree, tmp_path_factory):
         work = tmp_path_factory.mktemp(f"{mode}-{keep}")
         logdir = work / "logs"
         logdir.mkdir()
-        token = f"ROUNDTRIM_TEST_NVFLARE_RUN={uuid.uuid4().hex}"
+        token = f"RT_TEST_NVFLARE_RUN={uuid.uuid4().hex}"
         env = shim_env({
             "PYTHONPATH": f"{nvflare_tree / 'stubs'}:{nvflare_tree / 'NVFlare'}",
             "ROUNDTRIM_LOG": str(logdir / "rt-%p.jsonl"),

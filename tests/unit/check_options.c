@@ -365,6 +365,21 @@ START_TEST(many_bad_values_never_overflow_the_warning_list)
 }
 END_TEST
 
+/* The warning lines are not cleared between loads: only their count says which are there. */
+START_TEST(a_config_loaded_again_keeps_no_earlier_warning)
+{
+    const char *bad[] = {"ROUNDTRIM_INTERVAL_S", "soon", NULL};
+    load(bad);
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    load(NULL);
+    ck_assert_uint_eq(cfg.warning_count, 0);
+    ck_assert_uint_eq(cfg.interval_s, 0);
+    load(bad);
+    ck_assert_uint_eq(cfg.warning_count, 1);
+    ck_assert(strstr(cfg.warnings[0], "ROUNDTRIM_INTERVAL_S=soon") != NULL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("options");
@@ -390,6 +405,7 @@ int main(void)
     tcase_add_test(tc, sampling_is_wanted_only_when_asked_for);
     tcase_add_test(tc, worker_starts_early_only_when_asked);
     tcase_add_test(tc, many_bad_values_never_overflow_the_warning_list);
+    tcase_add_test(tc, a_config_loaded_again_keeps_no_earlier_warning);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
