@@ -1,0 +1,24 @@
+# truth: none
+# A numpy training loop: each round makes batches of random sizes, computes on them and drops
+# them; nothing is kept from one round to the next.
+import ctypes
+import time
+
+import numpy as np
+
+try:
+    round_end = ctypes.CDLL(None).roundtrim_round_end
+except AttributeError:
+    def round_end():
+        pass
+
+rng = np.random.default_rng(1)
+weights = rng.standard_normal((256, 256))
+for r in range(24):
+    for _ in range(8):
+        batch = rng.standard_normal((int(rng.integers(512, 4096)), 256))
+        grad = batch.T @ (batch @ weights) / len(batch)
+        weights -= 1e-6 * grad
+        del batch, grad
+    round_end()
+    time.sleep(0.02)

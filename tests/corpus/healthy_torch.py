@@ -1,0 +1,27 @@
+# truth: none
+# A PyTorch client: a small network trained for a few batches each round, the optimizer's state
+# kept (flat after the first step), batches and activations dropped.
+import ctypes
+import time
+
+import torch
+
+try:
+    round_end = ctypes.CDLL(None).roundtrim_round_end
+except AttributeError:
+    def round_end():
+        pass
+
+torch.manual_seed(3)
+model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+for r in range(22):
+    for _ in range(6):
+        x = torch.randn(256, 512)
+        y = torch.randint(0, 10, (256,))
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    round_end()
+    time.sleep(0.02)

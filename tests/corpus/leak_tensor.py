@@ -1,0 +1,21 @@
+# truth: leak
+# Keeps a clone of the model's state after every round (about 1 MiB of CPU tensors).
+import ctypes
+import time
+
+import torch
+
+try:
+    round_end = ctypes.CDLL(None).roundtrim_round_end
+except AttributeError:
+    def round_end():
+        pass
+
+model = torch.nn.Linear(512, 512)
+snapshots = []
+for r in range(22):
+    x = torch.randn(64, 512)
+    model(x).sum().backward()
+    snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+    round_end()
+    time.sleep(0.02)

@@ -1,0 +1,19 @@
+# truth: outside_heap
+# Maps and keeps 4 MiB of anonymous memory per round (mmap.mmap, not the allocator).
+import ctypes
+import mmap
+import time
+
+try:
+    round_end = ctypes.CDLL(None).roundtrim_round_end
+except AttributeError:
+    def round_end():
+        pass
+
+maps = []
+for r in range(24):
+    m = mmap.mmap(-1, 4 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.write(b"m" * (4 << 20))
+    maps.append(m)
+    round_end()
+    time.sleep(0.02)
