@@ -282,8 +282,10 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
             " Of it, %s per round is in the heap by the allocator's own figures but was never "
             "counted, and no trim returns it: blocks allocated around roundtrim's counters (a "
             "library calling glibc's malloc directly, as ctypes.CDLL(\"libc.so.6\").malloc "
-            "does).",
+            "does); sampled sites do not see them either.",
             b);
+        if (d->uncounted_per_round >= 0.5 * g)
+            return;
     }
     double device = d->slope[RT_PART_DEVICE_LIVE];
     if (device >= 0.5 * g) {
@@ -582,8 +584,9 @@ static void find_levels(struct roundtrim_diagnosis *d, const struct roundtrim_di
         if (w[i].trim_ran)
             trims[trimmed++] = (double)w[i].trim_released;
     double trim_median = trimmed ? median_of(trims, trimmed) : 0;
-    if (d->slope_known[RT_PART_HEAP_FREE] && d->heap_free_share >= FREE_SHARE &&
-        d->heap_free_median >= FREE_MIN && trim_median < 0.5 * d->heap_free_median)
+    if (d->slope_known[RT_PART_HEAP_FREE] && d->uncounted_per_round == 0 &&
+        d->heap_free_share >= FREE_SHARE && d->heap_free_median >= FREE_MIN &&
+        trim_median < 0.5 * d->heap_free_median)
         d->findings |= RT_FIND_FREE_HEAP;
     struct series s;
     enum roundtrim_mem_part cp = RT_PART_DEVICE_CACHED, lp = RT_PART_DEVICE_LIVE;
@@ -706,10 +709,10 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
         else if (t[k].now)
             now[k] = fit(&all[k], t[k].since, n, NULL);
     }
-    if (g[RT_CAUSE_FRAGMENTATION] > 0 && g[RT_CAUSE_LEAK] == 0 &&
+    if (g[RT_CAUSE_FRAGMENTATION] > 0 && g[RT_CAUSE_LEAK] < 0.5 * g[RT_CAUSE_FRAGMENTATION] &&
         trims_return_none(win, w, g[RT_CAUSE_FRAGMENTATION])) {
         /* The allocator's own figures hold it, and no trim returns any of it, while the counted
-         * live heap stays flat (kept blocks would pin pages around them): not freed heap but
+         * live heap grows far less (kept blocks would pin pages around them): not freed heap but
          * live blocks the counters never saw. */
         d->uncounted_per_round = g[RT_CAUSE_FRAGMENTATION];
         g[RT_CAUSE_LEAK] += g[RT_CAUSE_FRAGMENTATION];
