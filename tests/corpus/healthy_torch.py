@@ -13,12 +13,13 @@ except AttributeError:
         pass
 
 torch.manual_seed(3)
-model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+torch.set_num_threads(1)
+model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 for r in range(22):
     for _ in range(6):
-        x = torch.randn(256, 512)
-        y = torch.randint(0, 10, (256,))
+        x = torch.randn(128, 256)
+        y = torch.randint(0, 10, (128,))
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()

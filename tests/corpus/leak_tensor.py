@@ -11,6 +11,7 @@ except AttributeError:
     def round_end():
         pass
 
+torch.set_num_threads(1)
 model = torch.nn.Linear(512, 512)
 snapshots = []
 for r in range(22):
