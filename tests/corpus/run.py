@@ -73,9 +73,10 @@ def run_one(path, args, tmp):
     spec = header(path)
     log = Path(tmp) / f"{path.stem}.jsonl"
     env = clean_env()
-    env.update({"LD_PRELOAD": str(args.lib), "ROUNDTRIM_LOG": str(log),
-                "ROUNDTRIM_CLEANUP_BUDGET": "0", "OMP_NUM_THREADS": "1",
+    env.update({"LD_PRELOAD": str(args.lib), "ROUNDTRIM_LOG": str(log), "OMP_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    if not args.budget:
+        env["ROUNDTRIM_CLEANUP_BUDGET"] = "0"
     fake = str(Path(args.build) / "fakecuda")
     for k, v in spec["env"].items():
         env[k] = v.replace("@FAKECUDA@", fake)
@@ -142,6 +143,8 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--load", type=int, default=0)
     ap.add_argument("-j", type=int, default=2)
+    ap.add_argument("--budget", action="store_true",
+                    help="keep the cleanup budget's default (short rounds: cleanups held back)")
     ap.add_argument("-v", action="store_true", help="print every diagnosis's advice")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
