@@ -13,6 +13,8 @@ Header lines (comments at the top of each program):
     expect: WORD ...      more it must say: held=gc|trim|device, finding=NAME, mixed
     env: NAME=VALUE ...   settings of this program (@FAKECUDA@ names the stand-in driver)
 
+A program whose truth is none or unsure must not have been called a cause of growth by any
+earlier (periodic) diagnosis either: that is what the fleet's leak alert reads.
 Prints the confusion table (rows: truth, columns: cause given) and every miss; exits 1 on any.
 --load N runs N busy processes beside the corpus (the truth must hold under load).
 Rounds are tens of milliseconds, so the cleanup budget (a share of round time meant for rounds
@@ -93,6 +95,8 @@ def run_one(path, args, tmp):
     starts = [r for r in records if r.get("event") == "start"]
     pid = starts[0]["pid"] if starts else None
     diags = [r for r in records if r.get("event") == "diagnosis" and r.get("pid") == pid]
+    # What the process said before its end (the periodic records the fleet alert reads).
+    got["earlier"] = [d.get("cause") for d in diags[:-1]]
     if diags:
         got["record"] = diags[-1]
         got["cause"] = diags[-1].get("cause") or "other"
@@ -121,6 +125,10 @@ def misses(got):
     if got.get("report_cause") != got["cause"] or not got.get("report_same_advice"):
         out.append(f"the report, computing it without the process's records, says "
                    f"{got.get('report_cause')}")
+    if got["truth"] in ("none", "unsure"):
+        alarms = [c for c in got.get("earlier", []) if c not in ("none", "unsure")]
+        if alarms:
+            out.append(f"an earlier diagnosis said {alarms[0]}")
     rec = got["record"] or {}
     for e in got["expect"]:
         key, _, val = e.partition("=")
