@@ -139,11 +139,44 @@ class Site:
         self.entry = entry
 
 
+def line_key(entry):
+    """One Python line is one site: the innermost Python frame's file and line, or None for a
+    stack without Python frames (its own native stack is its site)."""
+    frames = python_frames(entry)
+    if not frames:
+        return None
+    top = frames[0]
+    return (str(top.get("file")), str(top.get("line")))
+
+
 def sites_over(records):
-    sites = {}
+    """The sites over the records, those allocating at the same Python line merged into one
+    (their native stacks below it differ with sizes and code paths: one numpy line made two
+    sites of 32 and 28 MiB for one 60 MiB leak). A member missing from a round's record keeps
+    its last live bytes."""
+    members = {}
     for rec in records:
         for site_id, entry in site_entries(rec).items():
-            sites.setdefault(site_id, Site(site_id)).add(rec["round"], entry)
+            members.setdefault(site_id, Site(site_id)).add(rec["round"], entry)
+    groups = {}
+    for site in members.values():
+        key = line_key(site.entry)
+        groups.setdefault(key if key else ("site", site.id), []).append(site)
+    rounds = sorted({r for site in members.values() for r in site.live})
+    sites = {}
+    for group in groups.values():
+        if len(group) == 1:
+            sites[group[0].id] = group[0]
+            continue
+        lead = max(group, key=lambda m: (max(m.live.values()), m.id))
+        merged = Site(lead.id)
+        merged.entry = lead.entry
+        for rnd in rounds:
+            known = [m.live[max(r for r in m.live if r <= rnd)]
+                     for m in group if any(r <= rnd for r in m.live)]
+            if any(rnd in m.live for m in group):
+                merged.live[rnd] = sum(known)
+        sites[merged.id] = merged
     return sites
 
 
@@ -192,9 +225,16 @@ def python_frames(entry):
     return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
 
 
+# roundtrim's own frames (a framework hook's proxy calling the program's function): never shown.
+OWN_MODULE = re.compile(r"libroundtrim\.so[.0-9]*")
+
+
 def native_frames(entry):
     frames = entry.get("frames")
-    return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+    if not isinstance(frames, list):
+        return []
+    return [f for f in frames if isinstance(f, dict) and not OWN_MODULE.fullmatch(
+        str(f.get("module") or "").rsplit("/", 1)[-1])]
 
 
 def python_text(frame):
