@@ -89,6 +89,15 @@ class Kept:
         return kept.records()
 
 
+# The library's words where sites are sampled, and what the report says instead when none of
+# the sampled sites grows.
+SITES_NAME = ("The sites records name the code that allocates it: roundtrim report LOG shows the "
+              "sites that grow.")
+SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
+              "allocations too small or too rare for the sampling interval to catch so far "
+              "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")
+
+
 def _whole(v):
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -228,6 +237,8 @@ def diagnosis_of(proc, resolver):
             d["sites"] = growing_sites(proc, resolver)
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
+                # The records say otherwise than "the sites records name the code".
+                d["advice"] = str(d.get("advice", "")).replace(SITES_NAME, SITES_NONE)
         else:
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"

@@ -359,6 +359,38 @@ def test_a_warm_up_is_no_leak_and_a_late_leak_is_found_once_it_persists(run_shim
     assert final["cause"] == "leak" and final["growing_since"] >= 14, final
 
 
+def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(tmp_path):
+    """The advice of a process that sampled sites says the sites records name the code; where
+    none of its sampled sites grows, the report says that instead."""
+    log = tmp_path / "rt.jsonl"
+    site = {"site": "00000000000000c7", "round_live_bytes": 0, "live_bytes": 4 * MiB,
+            "alloc_bytes": 8 * MiB, "free_bytes": 4 * MiB,
+            "python": [{"file": "/srv/a.py", "function": "f", "line": 3}], "frames": []}
+    lines = [{"event": "start", "pid": 7, "ts": 1700000000.0, "exe": "/usr/bin/python3",
+              "role": "client", "allocator": "glibc", "settings": {}}]
+    for n in range(1, 7):
+        lines.append({"event": "round", "pid": 7, "round": n, "ts": 1700000000.0 + n,
+                      "source": "call", "rss_before": 100 * MiB, "rss_after": 100 * MiB,
+                      "rss_peak": 100 * MiB, "allocator": "glibc"})
+        lines.append({"event": "sites", "pid": 7, "round": n, "t": 1700000000.0 + n,
+                      "sample_bytes": 524288, "samples": 10 * n, "samples_live": 4,
+                      "samples_dropped": 0, "sites": 1, "sites_dropped": 0,
+                      "python_frames_skipped": None, "round_live": [], "live": [site]})
+    lines.append({"event": "diagnosis", "pid": 7, "ts": 1700000007.0, "round": 6,
+                  "cause": "leak", "mixed": False, "decided_by": "growth", "rounds": 5,
+                  "first_round": 2, "last_round": 6, "growth_bytes_per_round": 65536,
+                  "advice": "Live memory grows 64 KiB per round. The sites records name the "
+                            "code that allocates it: roundtrim report LOG shows the sites that "
+                            "grow."})
+    lines.append({"event": "exit", "pid": 7, "ts": 1700000008.0})
+    log.write_text("".join(json.dumps(l) + "\n" for l in lines))
+    (proc,) = report_json(log)
+    d = proc["diagnosis"]
+    assert d["sites"] == [] and d["sites_skipped"] == "no_growing_site", d
+    assert "sites records name the code" not in d["advice"], d
+    assert "No sampled site grows" in d["advice"], d
+
+
 def test_a_log_without_breakdown_says_what_it_cannot_tell(tmp_path):
     """A log written before round records had a memory breakdown: no guess."""
     log = tmp_path / "old.jsonl"
