@@ -4,15 +4,10 @@
 # Automatic gc off; each round drops four reference cycles holding 1 MiB each, and roundtrim's
 # cleanup runs every fifth round: memory rises for five rounds and falls back at each cleanup,
 # a sawtooth held flat by the gc.
-import ctypes
 import gc
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 
 class Node:

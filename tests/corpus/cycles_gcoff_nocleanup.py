@@ -3,15 +3,10 @@
 # Automatic gc off and roundtrim's cleanup off: each round drops three reference cycles holding
 # 1 MiB each, and nothing ever collects them. Live memory grows, and no collection ran that could
 # tell garbage from kept references: the diagnosis must say it cannot tell, and what decides.
-import ctypes
 import gc
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 
 class Node:

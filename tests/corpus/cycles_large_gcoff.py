@@ -2,15 +2,10 @@
 # expect: held=gc
 # Automatic gc off; each round drops six reference cycles that hold 1 MiB each. Only a
 # collection frees them: roundtrim's cleanup gc holds the program flat.
-import ctypes
 import gc
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 
 class Node:

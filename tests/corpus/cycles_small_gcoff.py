@@ -1,15 +1,10 @@
 # truth: none
 # expect: held=gc
 # Automatic gc off; each round drops 20,000 small objects in reference cycles (about 3 MiB).
-import ctypes
 import gc
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 
 class Small:

@@ -1,14 +1,9 @@
 # truth: none
 # A program that makes reference cycles every round with automatic gc on: the interpreter's own
 # collections free them as it goes.
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 
 class Parent:

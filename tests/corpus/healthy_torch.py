@@ -1,16 +1,11 @@
 # truth: none
 # A PyTorch client: a small network trained for a few batches each round, the optimizer's state
 # kept (flat after the first step), batches and activations dropped.
-import ctypes
 import time
 
 import torch
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 torch.manual_seed(3)
 torch.set_num_threads(1)

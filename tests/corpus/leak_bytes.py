@@ -1,13 +1,8 @@
 # truth: leak
 # Keeps 1 MiB of bytes per round in a history list.
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 history = []
 for r in range(24):

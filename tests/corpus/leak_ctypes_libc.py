@@ -5,11 +5,7 @@
 import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p

@@ -1,14 +1,9 @@
 # truth: leak
 # Healthy for 12 rounds; from round 13 on, each round's 1 MiB result is also appended to a list
 # that is never emptied.
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 results = []
 for r in range(1, 27):

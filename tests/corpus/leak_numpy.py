@@ -1,15 +1,10 @@
 # truth: leak
 # Keeps a copy of each round's 2 MiB numpy update.
-import ctypes
 import time
 
 import numpy as np
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 updates = []
 w = np.zeros(256 * 1024)

@@ -1,14 +1,9 @@
 # truth: leak
 # A slow leak of small objects: each round appends 2,000 small (round, i) tuples to a history
 # that is never trimmed (about 0.2 MiB a round, in pymalloc's arenas and the list's table).
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 history = []
 for r in range(32):

@@ -1,15 +1,10 @@
 # truth: leak
 # Keeps a clone of the model's state after every round (about 1 MiB of CPU tensors).
-import ctypes
 import time
 
 import torch
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 torch.set_num_threads(1)
 model = torch.nn.Linear(512, 512)

@@ -1,14 +1,9 @@
 # truth: outside_heap
 # Maps and keeps 4 MiB of anonymous memory per round (mmap.mmap, not the allocator).
-import ctypes
 import mmap
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 maps = []
 for r in range(24):

@@ -1,15 +1,10 @@
 # truth: none
 # A memo table whose new keys grow rarer each round (the inputs repeat more and more), so
 # memory rises less and less and then stops: a plateau, not a leak.
-import ctypes
 import random
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 random.seed(5)
 memo = {}

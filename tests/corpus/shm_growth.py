@@ -1,15 +1,10 @@
 # truth: outside_heap
 # Creates a 4 MiB POSIX shared-memory segment per round, writes it and keeps it mapped.
-import ctypes
 import os
 import time
 from multiprocessing import shared_memory
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 segments = []
 try:

@@ -1,15 +1,10 @@
 # truth: leak
 # A small leak among churn: 0.1 MiB kept per round, while each round also makes and drops about
 # 10 MiB of temporaries and keeps a scratch buffer of random size (0-256 KiB) until the next.
-import ctypes
 import random
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 random.seed(7)
 kept = []

@@ -2,14 +2,9 @@
 # expect: finding=plateau
 # Warm-up: a cache of parsed records fills over the first five rounds (2 MiB a round), then
 # every lookup hits and memory stays flat.
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 cache = {}
 for r in range(24):

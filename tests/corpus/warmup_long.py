@@ -2,14 +2,9 @@
 # expect: finding=plateau
 # A longer warm-up: embeddings for a vocabulary of 240 words, filled 30 words a round over eight
 # rounds, then every word is known and memory stays flat for the rest.
-import ctypes
 import time
 
-try:
-    round_end = ctypes.CDLL(None).roundtrim_round_end
-except AttributeError:
-    def round_end():
-        pass
+from corpus_rounds import round_end
 
 embeddings = {}
 for r in range(28):
