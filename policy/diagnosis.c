@@ -279,10 +279,10 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
     if (d->uncounted_per_round > 0) {
         fmt_bytes(b, sizeof b, d->uncounted_per_round);
         say(d,
-            " Of it, %s per round is in the heap by the allocator's own figures but was never "
-            "counted, and no trim returns it: blocks allocated around roundtrim's counters (a "
-            "library calling glibc's malloc directly, as ctypes.CDLL(\"libc.so.6\").malloc "
-            "does); sampled sites do not see them either.",
+            " Of it, %s per round is live by the allocator's own figures (its large blocks' "
+            "headers, or heap growth no trim returns) but was never counted: blocks allocated "
+            "around roundtrim's counters (a library calling glibc's malloc directly, as "
+            "ctypes.CDLL(\"libc.so.6\").malloc does); sampled sites do not see them either.",
             b);
         if (d->uncounted_per_round >= 0.5 * g)
             return;
@@ -722,6 +722,15 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     }
     if (weigh(d, g)) {
         lead = (int)d->cause;
+        /* Large blocks the counters missed, found by glibc's own chunk headers: in heap_live. */
+        struct series unc = {.known = true};
+        for (size_t i = 0; i < w; i++) {
+            unc.x[unc.n] = (double)win[i].round;
+            unc.y[unc.n++] = (double)win[i].heap_uncounted;
+        }
+        double unc_slope = fit(&unc, 0, w, NULL);
+        if (d->cause == RT_CAUSE_LEAK && unc_slope >= ROUNDTRIM_DIAG_LEAK_MIN)
+            d->uncounted_per_round += unc_slope;
         d->persisted = t[lead].persisted;
         d->growing_since = smp[t[lead].since].round;
         d->decided_by = "growth";

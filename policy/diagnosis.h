@@ -30,6 +30,7 @@ struct roundtrim_diag_sample {
     uint64_t rss;
     bool known[RT_PART_COUNT];
     uint64_t part[RT_PART_COUNT];
+    uint64_t heap_uncounted; /* of heap_live, blocks the counters missed (glibc's headers) */
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;

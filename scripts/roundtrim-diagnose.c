@@ -4,8 +4,8 @@
  *
  * Input, one line each, fields separated by spaces:
  *   context CLEANUP_EVERY CUDA_EMPTY_CACHE SITES SITES_SKIPPED PYTHON ALLOCATOR WINDOW
- *   sample ROUND RSS KNOWN_MASK P0 .. P7 GC_RAN PROGRAM_GC GC_COLLECTED GC_FREED GC_SKIPPED
- *          TRIM_RAN TRIM_RELEASED TRIM_SKIPPED DEVICE_RELEASED
+ *   sample ROUND RSS KNOWN_MASK P0 .. P7 HEAP_UNCOUNTED GC_RAN PROGRAM_GC GC_COLLECTED
+ *          GC_FREED GC_SKIPPED TRIM_RAN TRIM_RELEASED TRIM_SKIPPED DEVICE_RELEASED
  * (P0..P7: the memory parts in policy/round_record.h's order; KNOWN_MASK: bit p set when part p
  * was measured; a reason that is absent is "-"; flags are 0 or 1). Samples oldest first; the
  * latest 64 are used. Output: one JSON object with the diagnosis's fields. Exit status 2 on
@@ -81,7 +81,7 @@ static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx, c
 
 static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struct reasons *r)
 {
-    enum { FIELDS = 4 + RT_PART_COUNT + 9 };
+    enum { FIELDS = 4 + RT_PART_COUNT + 10 };
     uint64_t mask;
     if (n != FIELDS || !parse_u64(f[1], &s->round) || !parse_u64(f[2], &s->rss) ||
         !parse_u64(f[3], &mask))
@@ -91,7 +91,9 @@ static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struc
         if (!parse_u64(f[4 + p], &s->part[p]))
             return false;
     }
-    char **g = f + 4 + RT_PART_COUNT;
+    char **g = f + 5 + RT_PART_COUNT;
+    if (!parse_u64(f[4 + RT_PART_COUNT], &s->heap_uncounted))
+        return false;
     return parse_flag(g[0], &s->gc_ran) && parse_flag(g[1], &s->program_gc) &&
            parse_u64(g[2], &s->gc_collected) && parse_u64(g[3], &s->gc_freed) &&
            parse_reason(g[4], r->gc, &s->gc_skipped) && parse_flag(g[5], &s->trim_ran) &&

@@ -32,6 +32,7 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     memset(s, 0, sizeof *s);
     s->round = r->round;
     s->rss = r->memory.rss;
+    s->heap_uncounted = r->memory.heap_uncounted;
     for (int p = 0; p < RT_PART_COUNT; p++) {
         s->known[p] = r->memory.part_skipped[p] == NULL;
         s->part[p] = r->memory.value[p];

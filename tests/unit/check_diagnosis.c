@@ -527,6 +527,16 @@ START_TEST(heap_growth_no_trim_returns_is_live_memory_the_counters_missed)
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
     ck_assert_double_eq_tol(d.uncounted_per_round, 1 * MIB, 1024);
     ck_assert_ptr_nonnull(strstr(d.advice, "never counted"));
+    /* Large blocks found by glibc's chunk headers, beyond the counted ones: in heap_live, and
+     * said to be uncounted. */
+    struct shape big = base_shape();
+    big.grow[RT_PART_HEAP_LIVE] = 1 * MIB;
+    make(s, 12, &big, true, false);
+    for (size_t i = 0; i < 12; i++)
+        s[i].heap_uncounted = (uint64_t)(i * MIB);
+    roundtrim_diagnose(s, 12, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_double_eq_tol(d.uncounted_per_round, 1 * MIB, 1024);
     /* The trim returns it: freed heap, growing. */
     sh.trim_released = 8 * MIB;
     roundtrim_diagnose(s, make(s, 12, &sh, true, false), &every_round, &d);
