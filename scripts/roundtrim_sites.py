@@ -225,6 +225,9 @@ def python_frames(entry):
     return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
 
 
+# The site every sample of the program's first round is counted at (imports, a model loaded once):
+# no stack is kept for them.
+START_TEXT = "the program's start: its first round, counted as one site without stacks"
 # roundtrim's own frames (a framework hook's proxy calling the program's function): never shown.
 OWN_MODULE = re.compile(r"libroundtrim\.so[.0-9]*")
 
@@ -285,6 +288,8 @@ def stack_lines(entry, resolver, native=False):
     Unless native is set, the runtimes' native frames are folded into one line after the user's
     own; a stack of runtime frames only (a thread with no Python frame, such as a PyTorch
     worker) shows them, having nothing else to lead with."""
+    if entry.get("program_start"):
+        return [START_TEXT]
     lines = [python_text(f) for f in python_frames(entry)]
     natives = native_frames(entry)
     shown, folded = natives, []
@@ -315,6 +320,8 @@ def shown_frames(entry, native=False):
 def best_name(entry, resolver):
     """What a person calls the site: its innermost Python frame, else its first named native
     frame of the user's own, else of a runtime, else its first module+offset."""
+    if entry.get("program_start"):
+        return "the program's start"
     for frame in python_frames(entry):
         file = str(frame.get("file") or "?").rsplit("/", 1)[-1]
         return f"{frame.get('function') or '?'} ({file}:{frame.get('line', '?')})"
