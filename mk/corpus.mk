@@ -11,7 +11,7 @@ $(CORPUS_BINS): $(BUILD)/corpus/%: tests/corpus/%.c $(wildcard tests/corpus/*.h)
 	$(CC) $(PROG_CFLAGS) $< -o $@ -ldl -lm
 
 .PHONY: corpus
-corpus: lib $(CORPUS_BINS) $(FAKECUDA)
+corpus: lib $(CORPUS_BINS) $(FAKECUDA) $(BUILD)/roundtrim-diagnose
 	$(PYTHON) tests/corpus/run.py --lib $(BUILD)/libroundtrim.so --build $(BUILD) $(CORPUS_ARGS)
 
 check: corpus

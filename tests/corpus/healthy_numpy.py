@@ -1,4 +1,5 @@
 # truth: none
+# needs: numpy
 # A numpy training loop: each round makes batches of random sizes, computes on them and drops
 # them; nothing is kept from one round to the next.
 import time

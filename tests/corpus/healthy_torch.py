@@ -1,4 +1,5 @@
 # truth: none
+# needs: torch
 # A PyTorch client: a small network trained for a few batches each round, the optimizer's state
 # kept (flat after the first step), batches and activations dropped.
 import time

@@ -1,4 +1,5 @@
 # truth: leak
+# needs: numpy
 # Keeps a copy of each round's 2 MiB numpy update.
 import time
 

@@ -1,4 +1,5 @@
 # truth: leak
+# needs: torch
 # Keeps a clone of the model's state after every round (about 1 MiB of CPU tensors).
 import time
 

@@ -1,4 +1,5 @@
 # truth: leak
+# needs: numpy
 # A leak under a periodic load: the last batch's output (2, 8, 4 or 6 MiB, by turns) is alive at
 # each round's end, and 1 MiB of every round's metrics is also kept for good.
 import time

@@ -1,4 +1,5 @@
 # truth: none
+# needs: numpy
 # Batch sizes cycle through 1, 6, 2 and 9 MiB; the last batch's output stays alive across the
 # round's end until the next one replaces it.
 import time

@@ -12,6 +12,8 @@ Header lines (comments at the top of each program):
                           cuda_cache, outside_heap)
     expect: WORD ...      more it must say: held=gc|trim|device, finding=NAME, mixed
     env: NAME=VALUE ...   settings of this program (@FAKECUDA@ names the stand-in driver)
+    needs: MODULE ...     Python modules it imports beyond the standard library (numpy, torch):
+                          without them the program is left out, and the table says so
 
 A program whose truth is none or unsure must not have been called a cause of growth by any
 earlier (periodic) diagnosis either: that is what the fleet's leak alert reads.
@@ -41,16 +43,16 @@ CAUSES = ["none", "leak", "fragmentation", "cuda_cache", "outside_heap", "unsure
 
 def header(path):
     """{truth, expect: [...], env: {...}} from the file's leading comment lines."""
-    spec = {"truth": None, "expect": [], "env": {}}
+    spec = {"truth": None, "expect": [], "env": {}, "needs": []}
     for line in path.read_text().splitlines()[:12]:
-        m = re.match(r"^\s*(?:#|/\*|\*)\s*(truth|expect|env):\s*(.*?)\s*$", line)
+        m = re.match(r"^\s*(?:#|/\*|\*)\s*(truth|expect|env|needs):\s*(.*?)\s*$", line)
         if not m:
             continue
         key, value = m.groups()
         if key == "truth":
             spec["truth"] = value
-        elif key == "expect":
-            spec["expect"] += value.split()
+        elif key in ("expect", "needs"):
+            spec[key] += value.split()
         else:
             for item in value.split():
                 name, _, val = item.partition("=")
@@ -64,6 +66,11 @@ def programs(names):
     if names:
         found = [p for p in found if p.stem in names]
     return found
+
+
+def importable(module):
+    return subprocess.run([PYTHON, "-c", f"import {module}"], capture_output=True,
+                          timeout=120).returncode == 0
 
 
 def clean_env():
@@ -157,11 +164,21 @@ def main():
     ap.add_argument("-v", action="store_true", help="print every diagnosis's advice")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args()
+    chosen, have = [], {}
+    for path in programs(args.names):
+        for m in header(path)["needs"]:
+            if m not in have:
+                have[m] = importable(m)
+        lacking = [m for m in header(path)["needs"] if not have[m]]
+        if lacking:
+            print(f"left out {path.name}: {PYTHON} has no {', '.join(lacking)}")
+        else:
+            chosen.append(path)
     load = [busy() for _ in range(args.load)]
     try:
         with tempfile.TemporaryDirectory(prefix="roundtrim-corpus-") as tmp:
             with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
-                results = list(pool.map(lambda p: run_one(p, args, tmp), programs(args.names)))
+                results = list(pool.map(lambda p: run_one(p, args, tmp), chosen))
     finally:
         for p in load:
             p.kill()
