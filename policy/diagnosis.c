@@ -186,12 +186,27 @@ struct trend {
     size_t window_rounds; /* the length of the windows persisted counts */
 };
 
-static void trend_of(const struct series *s, double min_slope, struct trend *t)
+/* The series with each inner point the median of it and its neighbours: one round measured
+ * wrong (a mapping of the program's read as an arena for a round) is no fall or rise, while a
+ * fall that stays (a cache cleared) still is. */
+static void filtered(const struct series *in, struct series *out)
+{
+    *out = *in;
+    for (size_t i = 1; i + 1 < in->n; i++) {
+        double a = in->y[i - 1], b = in->y[i], c = in->y[i + 1];
+        out->y[i] = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+    }
+}
+
+static void trend_of(const struct series *raw, double min_slope, struct trend *t)
 {
     memset(t, 0, sizeof *t);
-    t->known = s->known;
-    if (!s->known)
+    t->known = raw->known;
+    if (!raw->known)
         return;
+    struct series smooth;
+    filtered(raw, &smooth);
+    const struct series *s = &smooth;
     for (size_t m = ROUNDTRIM_DIAG_SUB_ROUNDS; m <= 4 * ROUNDTRIM_DIAG_SUB_ROUNDS; m *= 2) {
         int run = 0;
         size_t start = 0;

@@ -61,12 +61,24 @@ static bool open_mem(struct arena_scan *a)
     return a->mem_fd >= 0;
 }
 
-static bool heap_arena(struct arena_scan *a, uintptr_t heap_start, uintptr_t *arena)
+enum heap_header { HEAP_UNREAD, HEAP_VALID, HEAP_NOT_ONE };
+
+/* glibc's heap_info begins: the arena, the previous heap, the heap's size and the bytes made
+ * read-write (the mapping's length): a program's own mapping that merely starts on a 64 MiB
+ * boundary (eight 8 MiB mmaps merged into one) does not have them. */
+static enum heap_header heap_arena(struct arena_scan *a, const struct roundtrim_map_line *m,
+                                   uintptr_t *arena)
 {
     if (!open_mem(a))
-        return false;
-    ssize_t n = pread(a->mem_fd, arena, sizeof *arena, (off_t)heap_start);
-    return n == (ssize_t)sizeof *arena && *arena != 0;
+        return HEAP_UNREAD;
+    uint64_t info[4];
+    if (pread(a->mem_fd, info, sizeof info, (off_t)m->start) != (ssize_t)sizeof info)
+        return HEAP_UNREAD;
+    uint64_t len = m->end - m->start;
+    if (info[0] == 0 || info[3] != len || info[2] == 0 || info[2] > info[3])
+        return HEAP_NOT_ONE;
+    *arena = (uintptr_t)info[0];
+    return HEAP_VALID;
 }
 
 static void add_to_group(struct arena_scan *a, uintptr_t arena, uint64_t bytes)
@@ -118,17 +130,20 @@ static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
         return;
     const struct roundtrim_map_line *m = &a->prev;
     bool main_heap = m->brk_heap && m->writable;
-    if (main_heap || roundtrim_glibc_arena_heap(m, next)) {
-        uint64_t bytes = resident_bytes(m->start, m->end);
-        a->resident += bytes;
-        uintptr_t arena = UINTPTR_MAX; /* the main arena's [heap]: no address of an arena */
-        if (!main_heap && !heap_arena(a, m->start, &arena))
-            a->grouping_failed = true;
-        else
-            add_to_group(a, arena, bytes);
-    } else {
+    uintptr_t arena = UINTPTR_MAX; /* the main arena's [heap]: no address of an arena */
+    enum heap_header h = main_heap                             ? HEAP_VALID
+                         : roundtrim_glibc_arena_heap(m, next) ? heap_arena(a, m, &arena)
+                                                               : HEAP_NOT_ONE;
+    if (h == HEAP_NOT_ONE) {
         count_large_blocks(a, m);
+        return;
     }
+    uint64_t bytes = resident_bytes(m->start, m->end);
+    a->resident += bytes;
+    if (h == HEAP_UNREAD)
+        a->grouping_failed = true;
+    else
+        add_to_group(a, arena, bytes);
 }
 
 static void scan_line(struct arena_scan *a, const char *line)
