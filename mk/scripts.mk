@@ -20,12 +20,12 @@ EXTRA_TARGETS += $(BUILD)/roundtrim-options
 CHECK_DEPS += $(BUILD)/roundtrim-options
 
 .PHONY: install-scripts
-install-scripts: $(BUILD)/roundtrim-options
+install-scripts: $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim $(DESTDIR)$(EXAMPLESDIR)
 	sed 's|^INSTALLED_LIBDIR=.*|INSTALLED_LIBDIR=$(ROUNDTRIM_LIBDIR_FROM_BIN)|' scripts/roundtrim \
 	    > $(DESTDIR)$(PREFIX)/bin/roundtrim
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/roundtrim
-	install -m 0755 $(BUILD)/roundtrim-options scripts/roundtrim-report \
+	install -m 0755 $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose scripts/roundtrim-report \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_html.py scripts/roundtrim_sites.py \
 	    scripts/roundtrim_stats.py scripts/roundtrim_text.py \
@@ -54,3 +54,15 @@ $(BUILD)/obj/policy/options.o: LIB_CFLAGS += -I$(BUILD)/gen \
 
 $(BUILD)/unit/check_option_defaults: $(BUILD)/gen/option_defaults.h
 UNIT_CFLAGS_check_option_defaults := -I$(BUILD)/gen
+
+# The diagnosis over round figures, for `roundtrim report` (a process that wrote no diagnosis
+# record): the library's policy/diagnosis.c itself.
+ROUNDTRIM_DIAGNOSE_SRCS := scripts/roundtrim-diagnose.c $(POLICY_SRCS)
+
+$(BUILD)/roundtrim-diagnose: $(ROUNDTRIM_DIAGNOSE_SRCS) $(wildcard policy/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS) $(ROUNDTRIM_DIAGNOSE_SRCS) \
+	    $(DIST_LDFLAGS) -o $@
+
+EXTRA_TARGETS += $(BUILD)/roundtrim-diagnose
+CHECK_DEPS += $(BUILD)/roundtrim-diagnose

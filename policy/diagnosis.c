@@ -4,85 +4,95 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Growth below this per round is noise for any process (allocator caches, page-size steps). */
+/* Growth of the parts that are not exact counters (the freed heap, RssAnon's rest, device
+ * caches) below this per round is noise for any process (allocator caches, page-size steps). */
 #define MIN_SLOPE ((double)(256 << 10))
-/* A part grows when it rises by at least this over the window, as a share of RSS, */
-#define MIN_WINDOW_SHARE 0.01
-/* or rises in this share of the steps (a slow, steady leak in a large process). */
-#define MIN_RISING 0.7
-/* What cleanup recovers is worth naming from this much per round; */
+/* What cleanup gives back is worth naming from this much per round. */
 #define MIN_RECOVERED ((double)(1 << 20))
-/* a trim, from this much and this share of RSS (a program's own churn leaves a few MiB of
- * freed heap at the top at every round's end: that is no fragmentation); */
-#define TRIM_MIN   ((double)(4 << 20))
-#define TRIM_SHARE 0.1
-/* a gc, from this many objects per round. */
-#define GC_OBJECTS_MIN 1000.0
-/* A rise over the window counts when it is this many residual standard deviations. */
+/* A rise over a window counts when it is this many residual standard deviations. */
 #define NOISE_SIGMAS 3.0
 /* A cause has most of it when its share reaches this; below, the diagnosis says "mixed". */
 #define DOMINANT 0.6
 /* In a mixed case, a leak with at least this fraction of the leading cause's growth leads. */
 #define LEAK_FIRST 0.8
-/* Freed heap kept resident is the problem when it is this share of RSS, at least FREE_MIN. */
+/* Freed heap kept resident wastes memory when it is this share of RSS, at least FREE_MIN, and
+ * the cleanup does not give most of it back. */
 #define FREE_SHARE  0.5
 #define FREE_MIN    ((double)(8 << 20))
 #define CACHE_SHARE 0.5
 #define CACHE_MIN   ((double)(64 << 20))
+/* Live memory that rose and stopped, or swings, is worth a word from this much. */
+#define PATTERN_MIN ((double)(1 << 20))
+#define HISTORY     64
 
-static const char *const cause_names[RT_CAUSE_COUNT] = {"none",    "leak",       "fragmentation",
-                                                        "garbage", "cuda_cache", "outside_heap"};
+static const char *const cause_names[RT_CAUSE_COUNT] = {
+    "none", "leak", "fragmentation", "garbage", "cuda_cache", "outside_heap", "unsure"};
+
+static const char *const finding_names[RT_FIND_COUNT_BITS] = {"free_heap_level", "idle_cache",
+                                                              "plateau", "swings", "held_back"};
 
 const char *roundtrim_cause_name(enum roundtrim_cause c)
 {
     return (unsigned)c < RT_CAUSE_COUNT ? cause_names[c] : "unknown";
 }
 
-/* A series over the window: y[i] at round x[i]. */
+const char *roundtrim_finding_name(unsigned bit_index)
+{
+    return bit_index < RT_FIND_COUNT_BITS ? finding_names[bit_index] : "unknown";
+}
+
+/* A part (or a sum of parts) over the rounds: y[i] at round x[i]. */
 struct series {
-    double x[64], y[64];
+    double x[HISTORY], y[HISTORY];
     size_t n;
     bool known;
 };
 
-static void means(const struct series *s, double *mx, double *my)
+/* Least squares over points [a, b) of s: the slope, and whether the rise it gives over them
+ * stands out of the scatter around the fit (NOISE_SIGMAS residual deviations; squares compared).
+ * A freed heap measured before cleanup swings by megabytes from round to round; a leak does
+ * not. */
+static double fit(const struct series *s, size_t a, size_t b, bool *clear)
 {
-    *mx = *my = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        *mx += s->x[i];
-        *my += s->y[i];
+    size_t n = b - a;
+    double mx = 0, my = 0;
+    for (size_t i = a; i < b; i++) {
+        mx += s->x[i];
+        my += s->y[i];
     }
-    *mx /= (double)s->n;
-    *my /= (double)s->n;
-}
-
-static double slope_of(const struct series *s)
-{
-    if (s->n < 2)
-        return 0;
-    double mx, my;
-    means(s, &mx, &my);
+    mx /= (double)n;
+    my /= (double)n;
     double sxx = 0, sxy = 0;
-    for (size_t i = 0; i < s->n; i++) {
+    for (size_t i = a; i < b; i++) {
         sxx += (s->x[i] - mx) * (s->x[i] - mx);
         sxy += (s->x[i] - mx) * (s->y[i] - my);
     }
-    return sxx > 0 ? sxy / sxx : 0;
+    double g = sxx > 0 ? sxy / sxx : 0;
+    double ss = 0;
+    for (size_t i = a; i < b; i++) {
+        double r = s->y[i] - (my + g * (s->x[i] - mx));
+        ss += r * r;
+    }
+    double variance = n > 2 ? ss / (double)(n - 2) : 0;
+    double rise = g * (s->x[b - 1] - s->x[a]);
+    if (clear)
+        *clear = rise > 0 && rise * rise >= NOISE_SIGMAS * NOISE_SIGMAS * variance;
+    return g;
 }
 
-static double mean_of(const struct series *s)
+static double mean_of(const struct series *s, size_t a, size_t b)
 {
     double m = 0;
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = a; i < b; i++)
         m += s->y[i];
-    return s->n ? m / (double)s->n : 0;
+    return b > a ? m / (double)(b - a) : 0;
 }
 
-/* The median of v[0..n) (n <= 64), v left as it is. */
+/* The median of v[0..n) (n <= HISTORY), v left as it is. */
 static double median_of(const double *v, size_t n)
 {
-    double sorted[64];
-    if (n == 0 || n > 64)
+    double sorted[HISTORY];
+    if (n == 0 || n > HISTORY)
         return 0;
     memcpy(sorted, v, n * sizeof *v);
     for (size_t i = 1; i < n; i++)
@@ -94,71 +104,132 @@ static double median_of(const double *v, size_t n)
     return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-static double rising_share(const struct series *s)
+static double max_of(const double *v, size_t n)
 {
-    size_t up = 0;
-    for (size_t i = 1; i < s->n; i++)
-        if (s->y[i] > s->y[i - 1] + 4096)
-            up++;
-    return s->n > 1 ? (double)up / (double)(s->n - 1) : 0;
+    double m = v[0];
+    for (size_t i = 1; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+static double min_of(const double *v, size_t n)
+{
+    double m = v[0];
+    for (size_t i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}
+
+/* A third's low and high: its extremes when it has one or two points, its median beyond (one
+ * noisy round must not decide). */
+static double low_of(const double *v, size_t k)
+{
+    return k <= 2 ? min_of(v, k) : median_of(v, k);
+}
+
+static double high_of(const double *v, size_t k)
+{
+    return k <= 2 ? max_of(v, k) : median_of(v, k);
 }
 
 /* The sum of the given parts, known only when every one of them is (a missing part must not
  * read as a flat one). */
 static void sum_series(const struct roundtrim_diag_sample *smp, size_t n,
-                       const enum roundtrim_mem_part *parts, size_t np, bool need_all,
-                       struct series *out)
+                       const enum roundtrim_mem_part *parts, size_t np, struct series *out)
 {
     memset(out, 0, sizeof *out);
-    out->known = true;
+    out->known = n > 0;
     for (size_t i = 0; i < n; i++) {
         double v = 0;
-        bool any = false;
         for (size_t k = 0; k < np; k++) {
-            if (smp[i].known[parts[k]]) {
+            if (smp[i].known[parts[k]])
                 v += (double)smp[i].part[parts[k]];
-                any = true;
-            } else if (need_all) {
+            else
                 out->known = false;
-            }
         }
-        if (!any)
-            out->known = false;
         out->x[out->n] = (double)smp[i].round;
         out->y[out->n++] = v;
     }
 }
 
-/* Whether the rise the fit gives over the window stands out of the scatter around the fit:
- * at least NOISE_SIGMAS residual standard deviations (squares compared: no square root). A
- * freed heap measured before cleanup swings by megabytes from round to round; a leak does not. */
-static bool above_noise(const struct series *s, double g)
+/* Whether the m rounds ending at e (inclusive) show growth that is kept and goes on: the fit
+ * rises clearly and at least min_slope a round, the last third stays above the first third and
+ * above the window before (a sawtooth or a periodic load falls back: it does not), and the
+ * second half reaches higher than the first (a warm-up that stopped does not). */
+static bool growing_at(const struct series *s, size_t e, size_t m, double min_slope)
 {
-    if (s->n < 3)
-        return true;
-    double mx, my;
-    means(s, &mx, &my);
-    double ss = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        double r = s->y[i] - (my + g * (s->x[i] - mx));
-        ss += r * r;
-    }
-    double variance = ss / (double)(s->n - 2);
-    double rise = g * (s->x[s->n - 1] - s->x[0]);
-    return rise * rise >= NOISE_SIGMAS * NOISE_SIGMAS * variance;
+    size_t a = e + 1 - m, k = m / 3;
+    bool clear;
+    double g = fit(s, a, e + 1, &clear);
+    if (!clear || g < min_slope)
+        return false;
+    const double *first = s->y + a, *last = s->y + e + 1 - k;
+    double last_low = low_of(last, k);
+    if (!(last_low > high_of(first, k)))
+        return false;
+    if (a >= m && !(last_low > (k <= 2 ? max_of(s->y + a - m, m) : median_of(s->y + a - m, m))))
+        return false;
+    size_t h = m / 2;
+    return max_of(s->y + e + 1 - h, h) > max_of(s->y + a, m - h);
 }
 
-/* The growth of a series that counts: steady or large enough against RSS, and out of its own
- * noise. */
-static double growth(const struct series *s, double rss_mean)
+/* How a part moves over the rounds: whether it grows now and for how many windows in a row
+ * (windows of 6, 12 and 24 rounds: a slow leak in noise shows in the longer ones), whether it
+ * grew before and stopped. */
+struct trend {
+    bool known;
+    int persisted;        /* windows in a row, ending at the latest, that grew */
+    size_t since;         /* index of the first round of the first of them */
+    bool now;             /* the latest window grows */
+    bool ever;            /* some window of 6 grew */
+    size_t ever_first;    /* the first round of the first window that grew */
+    size_t window_rounds; /* the length of the windows persisted counts */
+};
+
+/* The series with each inner point the median of it and its neighbours: one round measured
+ * wrong (a mapping of the program's read as an arena for a round) is no fall or rise, while a
+ * fall that stays (a cache cleared) still is. */
+static void filtered(const struct series *in, struct series *out)
 {
-    if (!s->known)
-        return 0;
-    double g = slope_of(s);
-    if (g < MIN_SLOPE || !above_noise(s, g))
-        return 0;
-    bool large = g * (double)(s->n - 1) >= MIN_WINDOW_SHARE * rss_mean;
-    return large || rising_share(s) >= MIN_RISING ? g : 0;
+    *out = *in;
+    for (size_t i = 1; i + 1 < in->n; i++) {
+        double a = in->y[i - 1], b = in->y[i], c = in->y[i + 1];
+        out->y[i] = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+    }
+}
+
+static void trend_of(const struct series *raw, double min_slope, struct trend *t)
+{
+    memset(t, 0, sizeof *t);
+    t->known = raw->known;
+    if (!raw->known)
+        return;
+    struct series smooth;
+    filtered(raw, &smooth);
+    const struct series *s = &smooth;
+    for (size_t m = ROUNDTRIM_DIAG_SUB_ROUNDS; m <= 4 * ROUNDTRIM_DIAG_SUB_ROUNDS; m *= 2) {
+        int run = 0;
+        size_t start = 0;
+        for (size_t e = m - 1; e < s->n; e++) {
+            if (growing_at(s, e, m, min_slope)) {
+                if (run++ == 0)
+                    start = e + 1 - m;
+                if (m == ROUNDTRIM_DIAG_SUB_ROUNDS && !t->ever) {
+                    t->ever = true;
+                    t->ever_first = e + 1 - m;
+                }
+            } else {
+                run = 0;
+            }
+        }
+        if (run > 0)
+            t->now = true;
+        if (run > t->persisted) {
+            t->persisted = run;
+            t->since = start;
+            t->window_rounds = m;
+        }
+    }
 }
 
 static int64_t nearest(double v)
@@ -191,25 +262,45 @@ static void say(struct roundtrim_diagnosis *d, const char *fmt, ...)
     va_end(ap);
 }
 
+static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
+{
+    say(d, " It grew in each of the last %d windows of %zu rounds (since round %llu).",
+        d->persisted, window_rounds, (unsigned long long)d->growing_since);
+}
+
+/* Where the code that allocates it can be found, as far as the settings and the start record
+ * allow. */
+static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx)
+{
+    if (ctx->sites)
+        say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
+               "the sites that grow.");
+    else if (ctx->sites_skipped)
+        say(d, " Allocation sites cannot be sampled in this process (%s).", ctx->sites_skipped);
+    else
+        say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
+}
+
 static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
                         double g)
 {
     char b[32];
     fmt_bytes(b, sizeof b, g);
-    if (ctx->python && !d->collected) {
-        /* Cyclic garbage also grows live memory until a full collection frees it. */
+    say(d,
+        "Live memory grows %s per round: the program keeps references from one round into "
+        "the next (a list of updates, a copy of the model, a history). No cleanup can free "
+        "it; the fix is in the code that keeps them.",
+        b);
+    if (d->uncounted_per_round > 0) {
+        fmt_bytes(b, sizeof b, d->uncounted_per_round);
         say(d,
-            "Live memory grows %s per round, and no full gc ran in these rounds (automatic gc "
-            "off or rare, roundtrim's cleanup off): references kept from round to round, or "
-            "cyclic garbage not collected yet. Set ROUNDTRIM_GC_ROUNDS=1 to tell them apart: "
-            "what gc frees is garbage, what stays is kept by the code.",
+            " Of it, %s per round is live by the allocator's own figures (its large blocks' "
+            "headers, or heap growth no trim returns) but was never counted: blocks allocated "
+            "around roundtrim's counters (a library calling glibc's malloc directly, as "
+            "ctypes.CDLL(\"libc.so.6\").malloc does); sampled sites do not see them either.",
             b);
-    } else {
-        say(d,
-            "Live memory grows %s per round: the program keeps references from one round into "
-            "the next (a list of updates, a copy of the model, a history). No cleanup can free "
-            "it; the fix is in the code that keeps them.",
-            b);
+        if (d->uncounted_per_round >= 0.5 * g)
+            return;
     }
     double device = d->slope[RT_PART_DEVICE_LIVE];
     if (device >= 0.5 * g) {
@@ -220,11 +311,8 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
             "snapshot names the code that allocates them "
             "(torch.cuda.memory._record_memory_history(), then _dump_snapshot()).",
             b);
-    } else if (!ctx->sites) {
-        say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
     } else {
-        say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
-               "the sites that grow.");
+        advise_sites(d, ctx);
     }
 }
 
@@ -241,89 +329,101 @@ static void advise_allocator(struct roundtrim_diagnosis *d,
         say(d, " jemalloc preloaded after roundtrim keeps less of it.");
 }
 
-static void advise_fragmentation(struct roundtrim_diagnosis *d,
-                                 const struct roundtrim_diag_context *ctx)
+static void say_held_back(struct roundtrim_diagnosis *d)
 {
-    char b[32];
-    if (d->trim_released_per_round > 0) {
-        fmt_bytes(b, sizeof b, d->trim_released_per_round);
-        say(d, "Freed heap stays resident; roundtrim's trim gives back %s per round.", b);
-        /* Measured before the cleanup: what the trim left of it is pinned between live
-         * blocks (a trim returns whole free pages only). */
-        if (d->heap_free_median >= FREE_MIN &&
-            d->trim_released_per_round < 0.5 * d->heap_free_median) {
-            char f[32];
-            fmt_bytes(f, sizeof f, d->heap_free_median);
-            say(d,
-                " Of the %s of freed heap at a round's end, a trim returns less than half: the "
-                "rest lies in pages that live blocks pin.",
-                f);
-        }
-        if (ctx->cleanup_every > 1)
-            say(d,
-                " Cleaning every %llu rounds lets it build up in between: set "
-                "NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or ROUNDTRIM_GC_ROUNDS=1).",
-                (unsigned long long)ctx->cleanup_every);
-        else
-            advise_allocator(d, ctx);
+    if (!(d->findings & RT_FIND_HELD_BACK))
         return;
-    }
-    fmt_bytes(b, sizeof b, d->slope[RT_PART_HEAP_FREE]);
-    say(d, "Freed heap kept resident is %.0f%% of RSS", 100 * d->heap_free_share);
-    if (d->slope[RT_PART_HEAP_FREE] >= MIN_SLOPE)
-        say(d, " and grows %s per round", b);
-    if (ctx->cleanup_every == 0)
-        say(d, ": cleanup is off. Set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
-               "ROUNDTRIM_GC_ROUNDS=1) and roundtrim gives it back every round.");
-    else if (ctx->cleanup_every > 1)
-        say(d, ". Cleanup runs every %llu rounds: set ROUNDTRIM_GC_ROUNDS=1.",
-            (unsigned long long)ctx->cleanup_every);
+    if (strcmp(d->held_back_why, "pause_limit") == 0)
+        say(d,
+            " The trim was held back in %d of these %d rounds: its hold of the heap was "
+            "foreseen over ROUNDTRIM_TRIM_PAUSE_MS (pause_limit).",
+            d->held_back_rounds, d->rounds);
     else
-        say(d, ".");
-    advise_allocator(d, ctx);
+        say(d,
+            " Cleanup was held back in %d of these %d rounds (%s: ROUNDTRIM_CLEANUP_BUDGET "
+            "was spent).",
+            d->held_back_rounds, d->rounds, d->held_back_why);
 }
 
-static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
-                   const double *g)
+/* Where freed heap stays resident and cleanup does not give it back: what would. */
+static void advise_free_heap(struct roundtrim_diagnosis *d,
+                             const struct roundtrim_diag_context *ctx)
 {
-    char b[32], c[32];
+    char b[32];
+    fmt_bytes(b, sizeof b, d->heap_free_median);
+    say(d, " Freed heap kept resident is %.0f%% of RSS (%s) at a round's end",
+        100 * d->heap_free_share, b);
+    if (ctx->cleanup_every == 0)
+        say(d, ", and cleanup is off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
+               "ROUNDTRIM_GC_ROUNDS=1) and roundtrim gives it back every round.");
+    else if (ctx->cleanup_every > 1)
+        say(d, "; cleanup runs every %llu rounds: ROUNDTRIM_GC_ROUNDS=1 gives it back every round.",
+            (unsigned long long)ctx->cleanup_every);
+    else if (d->findings & RT_FIND_HELD_BACK)
+        say(d, ".");
+    else if (d->trim_released_per_round > 0)
+        say(d, "; a trim returns less than half of it: the rest lies in pages that live blocks "
+               "pin.");
+    else
+        say(d, ".");
+    say_held_back(d);
+    if (ctx->cleanup_every == 1)
+        advise_allocator(d, ctx);
+}
+
+static void advise_idle_cache(struct roundtrim_diagnosis *d,
+                              const struct roundtrim_diag_context *ctx, double cached)
+{
+    char b[32];
+    fmt_bytes(b, sizeof b, cached);
+    say(d, " PyTorch's cache or the driver's pools hold %s of device memory no tensor uses", b);
+    if (!ctx->cuda_empty_cache)
+        say(d, ": set NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
+               "roundtrim releases it at each cleanup.");
+    else if (ctx->cleanup_every == 0)
+        say(d, ", and cleanup is off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
+               "ROUNDTRIM_GC_ROUNDS=1).");
+    else
+        say(d, "; it is released at cleanup and fills again within the round.");
+}
+
+static void advise_cause(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
+                         const double *g, size_t window_rounds)
+{
+    char b[32];
     switch (d->cause) {
     case RT_CAUSE_LEAK:
         advise_leak(d, ctx, g[RT_CAUSE_LEAK]);
         break;
     case RT_CAUSE_FRAGMENTATION:
-        advise_fragmentation(d, ctx);
-        break;
-    case RT_CAUSE_GARBAGE:
-        fmt_bytes(b, sizeof b, d->gc_freed_per_round);
+        fmt_bytes(b, sizeof b, g[RT_CAUSE_FRAGMENTATION]);
         say(d,
-            "gc frees %.0f objects (%s) per round: reference cycles the program makes each "
-            "round. roundtrim's gc frees them; breaking the cycles (weak references, del of "
-            "what refers back) spares the collection.",
-            d->gc_collected_per_round, b);
+            "Freed heap kept resident grows %s per round while live memory does not: the "
+            "blocks that live on pin the pages freed around them.",
+            b);
+        if (ctx->cleanup_every == 0)
+            say(d, " Cleanup is off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
+                   "ROUNDTRIM_GC_ROUNDS=1) and roundtrim trims it every round.");
+        else if (ctx->cleanup_every > 1)
+            say(d, " Cleanup runs every %llu rounds: ROUNDTRIM_GC_ROUNDS=1 trims it every round.",
+                (unsigned long long)ctx->cleanup_every);
+        say_held_back(d);
+        advise_allocator(d, ctx);
         break;
     case RT_CAUSE_CUDA_CACHE:
-        if (d->device_released_per_round > 0) {
-            fmt_bytes(b, sizeof b, d->device_released_per_round);
-            say(d,
-                "Device memory cached by PyTorch or the driver's pools; roundtrim's release "
-                "gives back %s per round.",
-                b);
-        } else if (!ctx->cuda_empty_cache) {
-            say(d, "Device memory cached by PyTorch or the driver's pools grows: set "
-                   "NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
+        fmt_bytes(b, sizeof b, g[RT_CAUSE_CUDA_CACHE]);
+        say(d, "Device memory cached by PyTorch or the driver's pools grows %s per round.", b);
+        if (!ctx->cuda_empty_cache)
+            say(d, " Set NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
                    "roundtrim releases it at each cleanup.");
-        } else if (ctx->cleanup_every == 0) {
-            say(d, "Device memory cached by PyTorch or the driver's pools grows, and cleanup is "
-                   "off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or ROUNDTRIM_GC_ROUNDS=1) and "
-                   "roundtrim releases it at each cleanup.");
-        } else {
+        else if (ctx->cleanup_every == 0)
+            say(d, " Cleanup is off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
+                   "ROUNDTRIM_GC_ROUNDS=1) and roundtrim releases it at each cleanup.");
+        else
             say(d,
-                "Device memory cached by PyTorch or the driver's pools grows although it is "
-                "released at cleanup: cleanup every %llu rounds may be too rare "
-                "(ROUNDTRIM_GC_ROUNDS).",
+                " It grows although it is released at cleanup: cleanup every %llu rounds may "
+                "be too rare (ROUNDTRIM_GC_ROUNDS).",
                 (unsigned long long)ctx->cleanup_every);
-        }
         break;
     case RT_CAUSE_OUTSIDE_HEAP:
         fmt_bytes(b, sizeof b, g[RT_CAUSE_OUTSIDE_HEAP]);
@@ -334,12 +434,10 @@ static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_co
             "are never joined.",
             b);
         break;
-    case RT_CAUSE_NONE:
-    case RT_CAUSE_COUNT:
-        say(d, "Memory is flat over rounds %llu-%llu.", (unsigned long long)d->first_round,
-            (unsigned long long)d->last_round);
-        break;
+    default:
+        return;
     }
+    say_persisted(d, window_rounds);
     /* Never one confident word for a mixed case: every cause with a fair share is named. */
     bool others = false;
     for (int k = 1; k < RT_CAUSE_COUNT; k++)
@@ -351,21 +449,39 @@ static void advise(struct roundtrim_diagnosis *d, const struct roundtrim_diag_co
                 say(d, " %s %.0f%%", cause_names[k], 100 * d->share[k]);
         say(d, ".");
     }
-    /* What cleanup recovers beyond what the advice already counted for the cause. */
-    double besides = d->recovered_per_round;
-    if (d->cause == RT_CAUSE_GARBAGE)
-        besides -= d->gc_freed_per_round;
-    else if (d->cause == RT_CAUSE_FRAGMENTATION)
-        besides -= d->trim_released_per_round;
-    else if (d->cause == RT_CAUSE_CUDA_CACHE)
-        besides -= d->device_released_per_round;
-    if (besides >= MIN_RECOVERED) {
-        fmt_bytes(c, sizeof c, besides);
-        say(d, " roundtrim's cleanup recovers %s per round besides.", c);
+}
+
+/* What cleanup keeps in check, said apart from the cause. */
+static void say_held(struct roundtrim_diagnosis *d)
+{
+    char b[32];
+    if (d->held_gc > 0) {
+        fmt_bytes(b, sizeof b, d->held_gc);
+        say(d,
+            " Held flat by cleanup: gc frees %s a round (reference cycles the program makes "
+            "and drops; without a collection this program grows that much a round; breaking "
+            "the cycles, with weak references or del of what refers back, spares it).",
+            b);
+    }
+    if (d->held_trim > 0) {
+        fmt_bytes(b, sizeof b, d->held_trim);
+        say(d,
+            " The trim gives back %s of freed heap a round (the round's own temporaries: "
+            "without it they stay resident until the next round reuses them).",
+            b);
+    }
+    if (d->held_device > 0) {
+        fmt_bytes(b, sizeof b, d->held_device);
+        say(d, " The CUDA cache release gives back %s of device memory a round.", b);
     }
 }
 
-/* The cause with the largest score, its shares, and whether it dominates. */
+static bool is(const char *reason, const char *what)
+{
+    return reason && strcmp(reason, what) == 0;
+}
+
+/* The cause with the largest growth, its shares, and whether it dominates. */
 static bool weigh(struct roundtrim_diagnosis *d, const double *score)
 {
     double total = 0;
@@ -388,43 +504,67 @@ static bool weigh(struct roundtrim_diagnosis *d, const double *score)
     return true;
 }
 
-void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
-                        const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
+/* Whether the trims over the window returned next to nothing of what the freed heap grew by
+ * (below a tenth), with at least two trims run or backed off for yielding nothing. */
+static bool trims_return_none(const struct roundtrim_diag_sample *w, size_t n, double growth)
 {
-    memset(d, 0, sizeof *d);
-    if (n > 64) { /* the window: the latest rounds */
-        smp += n - 64;
-        n = 64;
+    size_t tried = 0;
+    double released = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].trim_ran || is(w[i].trim_skipped, "no_yield"))
+            tried++;
+        released += (double)w[i].trim_released;
     }
-    d->rounds = (int)n;
-    if (n < ROUNDTRIM_DIAG_MIN_ROUNDS) {
-        d->skipped = "too_few_rounds";
-        return;
-    }
-    d->first_round = smp[0].round;
-    d->last_round = smp[n - 1].round;
+    return tried >= 2 && released < 0.1 * growth * (double)(n - 1);
+}
+
+/* Live memory: the exact counters (malloc's live bytes, pymalloc's arenas, device memory in
+ * use). A part the process gained later (CUDA initialised in round 5) counts from then. */
+static void live_series(const struct roundtrim_diag_sample *smp, size_t n, struct series *s)
+{
+    static const enum roundtrim_mem_part heap = RT_PART_HEAP_LIVE;
+    sum_series(smp, n, &heap, 1, s);
+    static const enum roundtrim_mem_part more[] = {RT_PART_PYTHON, RT_PART_DEVICE_LIVE};
+    for (size_t k = 0; k < 2; k++)
+        if (n && smp[n - 1].known[more[k]])
+            for (size_t i = 0; i < n; i++)
+                s->y[i] += smp[i].known[more[k]] ? (double)smp[i].part[more[k]] : 0;
+}
+
+/* The figures over the verdict's window: slopes, what each action gave back, levels. */
+static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w, size_t n)
+{
     struct series s;
     for (int p = 0; p < RT_PART_COUNT; p++) {
         enum roundtrim_mem_part part = (enum roundtrim_mem_part)p;
-        sum_series(smp, n, &part, 1, true, &s);
+        sum_series(w, n, &part, 1, &s);
         d->slope_known[p] = s.known;
-        d->slope[p] = s.known ? slope_of(&s) : 0;
+        d->slope[p] = s.known ? fit(&s, 0, n, NULL) : 0;
     }
     struct series rss = {.known = true};
-    double trims[64], shares[64];
-    size_t trimmed = 0;
+    double shares[HISTORY];
     for (size_t i = 0; i < n; i++) {
-        /* What a trim returns when it runs: rounds the policy left it out of say nothing. */
-        if (smp[i].trim_ran)
-            trims[trimmed++] = (double)smp[i].trim_released;
-        shares[i] = smp[i].rss ? (double)smp[i].part[RT_PART_HEAP_FREE] / (double)smp[i].rss : 0;
-        d->collected |= smp[i].gc_ran || smp[i].program_gc;
-        rss.x[rss.n] = (double)smp[i].round;
-        rss.y[rss.n++] = (double)smp[i].rss;
-        d->gc_freed_per_round += (double)smp[i].gc_freed;
-        d->gc_collected_per_round += (double)smp[i].gc_collected;
-        d->trim_released_per_round += (double)smp[i].trim_released;
-        d->device_released_per_round += (double)smp[i].device_released;
+        shares[i] = w[i].rss ? (double)w[i].part[RT_PART_HEAP_FREE] / (double)w[i].rss : 0;
+        /* A full collection ran: roundtrim's, the program's own, or the interpreter's automatic
+         * ones (the policy left ours out because they ran and found nothing, or ours found
+         * nothing twice). */
+        d->collected |= w[i].gc_ran || w[i].program_gc || is(w[i].gc_skipped, "no_garbage") ||
+                        is(w[i].gc_skipped, "no_yield") || is(w[i].gc_skipped, "program_gc");
+        const char *held = is(w[i].trim_skipped, "pause_limit") ? "pause_limit"
+                           : is(w[i].trim_skipped, "budget")    ? "budget"
+                           : is(w[i].gc_skipped, "budget")      ? "budget"
+                                                                : NULL;
+        if (held) {
+            d->held_back_rounds++;
+            if (!d->held_back_why)
+                d->held_back_why = held;
+        }
+        rss.x[rss.n] = (double)w[i].round;
+        rss.y[rss.n++] = (double)w[i].rss;
+        d->gc_freed_per_round += (double)w[i].gc_freed;
+        d->gc_collected_per_round += (double)w[i].gc_collected;
+        d->trim_released_per_round += (double)w[i].trim_released;
+        d->device_released_per_round += (double)w[i].device_released;
     }
     d->gc_freed_per_round /= (double)n;
     d->gc_collected_per_round /= (double)n;
@@ -432,69 +572,263 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     d->device_released_per_round /= (double)n;
     d->recovered_per_round =
         d->gc_freed_per_round + d->trim_released_per_round + d->device_released_per_round;
-    d->rss_mean = mean_of(&rss);
+    /* Garbage by the bytes a collection frees, not the objects it finds. */
+    d->held_gc = d->gc_freed_per_round >= MIN_RECOVERED ? d->gc_freed_per_round : 0;
+    d->held_trim = d->trim_released_per_round >= MIN_RECOVERED ? d->trim_released_per_round : 0;
+    d->held_device =
+        d->device_released_per_round >= MIN_RECOVERED ? d->device_released_per_round : 0;
+    d->rss_mean = mean_of(&rss, 0, n);
     d->growth_per_round =
-        slope_of(&rss) + d->slope[RT_PART_DEVICE_LIVE] + d->slope[RT_PART_DEVICE_CACHED];
-    struct series free_heap;
+        fit(&rss, 0, n, NULL) + d->slope[RT_PART_DEVICE_LIVE] + d->slope[RT_PART_DEVICE_CACHED];
     enum roundtrim_mem_part fp = RT_PART_HEAP_FREE;
-    sum_series(smp, n, &fp, 1, true, &free_heap);
-    /* Levels and yields by their medians: one spike round (glibc's heap briefly 25 times its
-     * usual size) must not make a flat process look fragmented. */
-    double free_median = free_heap.known ? median_of(free_heap.y, n) : 0;
-    d->heap_free_median = free_median;
-    d->heap_free_share = free_heap.known ? median_of(shares, n) : 0;
-    double trim_median = trimmed ? median_of(trims, trimmed) : 0;
+    sum_series(w, n, &fp, 1, &s);
+    /* Levels by their medians: one spike round must not make a flat process look fragmented. */
+    d->heap_free_median = s.known ? median_of(s.y, n) : 0;
+    d->heap_free_share = s.known ? median_of(shares, n) : 0;
+    if (d->held_back_rounds)
+        d->findings |= RT_FIND_HELD_BACK;
+}
 
-    /* 1. What grows. */
-    static const enum roundtrim_mem_part live[] = {RT_PART_HEAP_LIVE, RT_PART_PYTHON,
-                                                   RT_PART_DEVICE_LIVE};
+/* Levels that waste memory although nothing grows, each with its advice. */
+static void find_levels(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w,
+                        size_t n, double *cached_mean)
+{
+    double trims[HISTORY];
+    size_t trimmed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].trim_ran)
+            trims[trimmed++] = (double)w[i].trim_released;
+    double trim_median = trimmed ? median_of(trims, trimmed) : 0;
+    if (d->slope_known[RT_PART_HEAP_FREE] && d->uncounted_per_round == 0 &&
+        d->heap_free_share >= FREE_SHARE && d->heap_free_median >= FREE_MIN &&
+        trim_median < 0.5 * d->heap_free_median)
+        d->findings |= RT_FIND_FREE_HEAP;
+    struct series s;
+    enum roundtrim_mem_part cp = RT_PART_DEVICE_CACHED, lp = RT_PART_DEVICE_LIVE;
+    sum_series(w, n, &cp, 1, &s);
+    double cached = s.known ? mean_of(&s, 0, n) : 0;
+    sum_series(w, n, &lp, 1, &s);
+    double device_live = s.known ? mean_of(&s, 0, n) : 0;
+    if (cached >= CACHE_MIN && cached >= CACHE_SHARE * (cached + device_live) &&
+        d->device_released_per_round < 0.5 * cached)
+        d->findings |= RT_FIND_IDLE_CACHE;
+    *cached_mean = cached;
+}
+
+/* Live memory that rose and stopped, or that swings and comes back. */
+static void find_patterns(struct roundtrim_diagnosis *d, const struct series *live,
+                          const struct trend *t, size_t w)
+{
+    if (!live->known || d->cause != RT_CAUSE_NONE)
+        return;
+    size_t n = live->n;
+    if (t->ever && !t->now) {
+        double rise = max_of(live->y + t->ever_first, n - t->ever_first) - live->y[t->ever_first];
+        if (rise >= PATTERN_MIN) {
+            d->findings |= RT_FIND_PLATEAU;
+            d->plateau_rise = rise;
+            return;
+        }
+    }
+    const double *y = live->y + n - w;
+    double range = max_of(y, w) - min_of(y, w);
+    if (range >= PATTERN_MIN) {
+        d->findings |= RT_FIND_SWINGS;
+        d->swing = range;
+    }
+}
+
+static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
+                          const char *what, double g)
+{
+    char b[32];
+    fmt_bytes(b, sizeof b, g);
+    if (strcmp(d->decided_by, "uncollected") == 0) {
+        say(d,
+            "Live memory grows %s per round, and no full collection ran in these rounds "
+            "(automatic gc off or rare",
+            b);
+        if (ctx->cleanup_every == 0)
+            say(d, ", roundtrim's cleanup off): references kept from round to round, or cyclic "
+                   "garbage not collected yet. A collection tells them apart: set "
+                   "ROUNDTRIM_GC_ROUNDS=1 (what gc frees is garbage, what stays is kept by the "
+                   "code).");
+        else if (ctx->cleanup_every > 1)
+            say(d,
+                ", roundtrim's gc every %llu rounds): references kept, or cyclic garbage not "
+                "collected yet. ROUNDTRIM_GC_ROUNDS=1 tells them apart.",
+                (unsigned long long)ctx->cleanup_every);
+        else
+            say(d, ", roundtrim's gc held back): references kept, or cyclic garbage not "
+                   "collected yet; a round whose gc runs tells them apart.");
+        say_held_back(d);
+        return;
+    }
+    say(d, "%s grows %s per round over rounds %llu-%llu", what, b,
+        (unsigned long long)d->first_round, (unsigned long long)d->last_round);
+    if (d->persisted > 0)
+        say(d, ", so far in %d window(s) in a row", d->persisted);
+    say(d,
+        ": not yet long enough to tell a leak from a warm-up or a cache filling to its cap. "
+        "Growth that goes on to round %llu is called a leak; growth that stops is not.",
+        (unsigned long long)d->decide_round);
+}
+
+void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
+                        const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
+{
+    memset(d, 0, sizeof *d);
+    if (n > HISTORY) { /* the history: the latest rounds */
+        smp += n - HISTORY;
+        n = HISTORY;
+    }
+    size_t w = ctx->window ? (size_t)ctx->window : 10;
+    w = w < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS : w;
+    w = w > n ? n : w;
+    d->rounds = (int)w;
+    if (w < ROUNDTRIM_DIAG_MIN_ROUNDS) {
+        d->skipped = "too_few_rounds";
+        return;
+    }
+    const struct roundtrim_diag_sample *win = smp + n - w;
+    d->first_round = win[0].round;
+    d->last_round = win[w - 1].round;
+    measure(d, win, w);
+
+    /* 1. What grows, persistently, over the whole history. */
+    struct series live;
+    struct trend t[RT_CAUSE_COUNT];
+    memset(t, 0, sizeof t);
+    live_series(smp, n, &live);
+    trend_of(&live, ROUNDTRIM_DIAG_LEAK_MIN, &t[RT_CAUSE_LEAK]);
+    static const enum roundtrim_mem_part free_part = RT_PART_HEAP_FREE,
+                                         cached_part = RT_PART_DEVICE_CACHED;
     static const enum roundtrim_mem_part outside[] = {RT_PART_OTHER_ANON, RT_PART_FILE,
                                                       RT_PART_SHMEM};
-    static const enum roundtrim_mem_part cached[] = {RT_PART_DEVICE_CACHED};
-    double g[RT_CAUSE_COUNT] = {0};
-    sum_series(smp, n, live, 3, false, &s);
-    s.known = s.known && smp[0].known[RT_PART_HEAP_LIVE];
-    g[RT_CAUSE_LEAK] = growth(&s, d->rss_mean);
-    g[RT_CAUSE_FRAGMENTATION] = growth(&free_heap, d->rss_mean);
-    sum_series(smp, n, cached, 1, true, &s);
-    g[RT_CAUSE_CUDA_CACHE] = growth(&s, d->rss_mean);
-    sum_series(smp, n, outside, 3, true, &s);
-    g[RT_CAUSE_OUTSIDE_HEAP] = growth(&s, d->rss_mean);
+    struct series all[RT_CAUSE_COUNT];
+    memset(all, 0, sizeof all);
+    all[RT_CAUSE_LEAK] = live;
+    sum_series(smp, n, &free_part, 1, &all[RT_CAUSE_FRAGMENTATION]);
+    sum_series(smp, n, &cached_part, 1, &all[RT_CAUSE_CUDA_CACHE]);
+    sum_series(smp, n, outside, 3, &all[RT_CAUSE_OUTSIDE_HEAP]);
+    double g[RT_CAUSE_COUNT] = {0}, now[RT_CAUSE_COUNT] = {0};
+    for (int k = RT_CAUSE_FRAGMENTATION; k < RT_CAUSE_UNSURE; k++)
+        if (k != RT_CAUSE_GARBAGE)
+            trend_of(&all[k], MIN_SLOPE, &t[k]);
+    int lead = 0;
+    for (int k = 1; k < RT_CAUSE_UNSURE; k++) {
+        if (!t[k].known)
+            continue;
+        if (t[k].persisted >= ROUNDTRIM_DIAG_PERSIST)
+            g[k] = fit(&all[k], t[k].since, n, NULL);
+        else if (t[k].now)
+            now[k] = fit(&all[k], t[k].since, n, NULL);
+    }
+    if (g[RT_CAUSE_FRAGMENTATION] > 0 && g[RT_CAUSE_LEAK] < 0.5 * g[RT_CAUSE_FRAGMENTATION] &&
+        trims_return_none(win, w, g[RT_CAUSE_FRAGMENTATION])) {
+        /* The allocator's own figures hold it, and no trim returns any of it, while the counted
+         * live heap grows far less (kept blocks would pin pages around them): not freed heap but
+         * live blocks the counters never saw. */
+        d->uncounted_per_round = g[RT_CAUSE_FRAGMENTATION];
+        g[RT_CAUSE_LEAK] += g[RT_CAUSE_FRAGMENTATION];
+        g[RT_CAUSE_FRAGMENTATION] = 0;
+        if (t[RT_CAUSE_LEAK].persisted < ROUNDTRIM_DIAG_PERSIST)
+            t[RT_CAUSE_LEAK] = t[RT_CAUSE_FRAGMENTATION];
+    }
     if (weigh(d, g)) {
+        lead = (int)d->cause;
+        /* Large blocks the counters missed, found by glibc's own chunk headers: in heap_live. */
+        struct series unc = {.known = true};
+        for (size_t i = 0; i < w; i++) {
+            unc.x[unc.n] = (double)win[i].round;
+            unc.y[unc.n++] = (double)win[i].heap_uncounted;
+        }
+        double unc_slope = fit(&unc, 0, w, NULL);
+        if (d->cause == RT_CAUSE_LEAK && unc_slope >= ROUNDTRIM_DIAG_LEAK_MIN)
+            d->uncounted_per_round += unc_slope;
+        d->persisted = t[lead].persisted;
+        d->growing_since = smp[t[lead].since].round;
         d->decided_by = "growth";
-        advise(d, ctx, g);
-        return;
-    }
-    /* 2. Flat, but because cleanup takes something back every time: what is worth naming. */
-    double r[RT_CAUSE_COUNT] = {0};
-    if (d->gc_collected_per_round >= GC_OBJECTS_MIN && d->gc_freed_per_round >= MIN_SLOPE)
-        r[RT_CAUSE_GARBAGE] = d->gc_freed_per_round;
-    if (trim_median >= TRIM_MIN && trim_median >= TRIM_SHARE * d->rss_mean)
-        r[RT_CAUSE_FRAGMENTATION] = d->trim_released_per_round;
-    if (d->device_released_per_round >= MIN_RECOVERED)
-        r[RT_CAUSE_CUDA_CACHE] = d->device_released_per_round;
-    if (weigh(d, r)) {
-        d->decided_by = "cleanup_yield";
-        advise(d, ctx, g);
-        return;
-    }
-    memset(d->share, 0, sizeof d->share);
-    /* 3. Flat, but most of it is freed memory kept. */
-    sum_series(smp, n, cached, 1, true, &s);
-    double cached_mean = s.known ? mean_of(&s) : 0;
-    sum_series(smp, n, live + 2, 1, true, &s);
-    double device_live_mean = s.known ? mean_of(&s) : 0;
-    if (free_heap.known && d->heap_free_share >= FREE_SHARE && free_median >= FREE_MIN) {
-        d->cause = RT_CAUSE_FRAGMENTATION;
-    } else if (cached_mean >= CACHE_MIN &&
-               cached_mean >= CACHE_SHARE * (cached_mean + device_live_mean)) {
-        d->cause = RT_CAUSE_CUDA_CACHE;
+        if (d->cause == RT_CAUSE_LEAK && ctx->python && !d->collected) {
+            d->cause = RT_CAUSE_UNSURE;
+            d->decided_by = "uncollected";
+        }
     } else {
-        d->cause = RT_CAUSE_NONE;
+        /* 2. Growing now, but not for long enough to tell. */
+        int k_now = 0;
+        for (int k = 1; k < RT_CAUSE_UNSURE; k++)
+            if (now[k] > 0 && (!k_now || now[k] > now[k_now]))
+                k_now = k;
+        if (k_now) {
+            d->cause = RT_CAUSE_UNSURE;
+            d->decided_by = "not_yet";
+            d->persisted = t[k_now].persisted;
+            d->growing_since = smp[t[k_now].since].round;
+            d->decide_round = d->last_round + (uint64_t)(ROUNDTRIM_DIAG_PERSIST - d->persisted);
+            g[k_now] = now[k_now];
+            lead = k_now;
+        } else if (n < ROUNDTRIM_DIAG_DECIDE_ROUNDS) {
+            /* Too few rounds for a window to persist: a clear rise is not yet a verdict. */
+            for (int k = 1; k < RT_CAUSE_UNSURE; k++) {
+                bool clear;
+                if (!t[k].known || n < 3)
+                    continue;
+                double slope = fit(&all[k], 0, n, &clear);
+                double floor = k == RT_CAUSE_LEAK ? ROUNDTRIM_DIAG_LEAK_MIN : MIN_SLOPE;
+                if (clear && slope >= floor && slope > g[lead]) {
+                    lead = k;
+                    g[k] = slope;
+                }
+            }
+            if (lead) {
+                d->cause = RT_CAUSE_UNSURE;
+                d->decided_by = "not_yet";
+                d->growing_since = smp[0].round;
+                d->decide_round = smp[0].round + ROUNDTRIM_DIAG_DECIDE_ROUNDS - 1;
+            }
+        }
     }
-    d->share[d->cause] = d->cause == RT_CAUSE_NONE ? 0 : 1;
-    d->decided_by = d->cause == RT_CAUSE_NONE ? "flat" : "level";
-    advise(d, ctx, g);
+    if (!d->decided_by)
+        d->decided_by = "flat";
+
+    double cached_mean;
+    find_levels(d, win, w, &cached_mean);
+    find_patterns(d, &live, &t[RT_CAUSE_LEAK], w);
+
+    /* 3. In words: the cause, what cleanup holds flat, the levels that waste memory. */
+    static const char *const what[RT_CAUSE_COUNT] = {
+        "Memory",      "Live memory",          "Freed heap kept resident",
+        "Live memory", "Device memory cached", "Memory outside the allocators",
+        "Memory"};
+    char b[32];
+    if (d->cause == RT_CAUSE_UNSURE) {
+        advise_unsure(d, ctx, what[lead], g[lead]);
+    } else if (d->cause != RT_CAUSE_NONE) {
+        advise_cause(d, ctx, g, t[lead].window_rounds);
+    } else {
+        say(d, "Memory does not grow over rounds %llu-%llu.", (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round);
+        if (d->findings & RT_FIND_PLATEAU) {
+            fmt_bytes(b, sizeof b, d->plateau_rise);
+            say(d,
+                " Live memory rose %s from round %llu and then stopped: a warm-up or a cache "
+                "reaching its cap, not a leak.",
+                b, (unsigned long long)smp[t[RT_CAUSE_LEAK].ever_first].round);
+        } else if (d->findings & RT_FIND_SWINGS) {
+            fmt_bytes(b, sizeof b, d->swing);
+            say(d,
+                " Live memory swings by up to %s between rounds and comes back (periodic "
+                "work or a cache that is cleared): flat.",
+                b);
+        }
+    }
+    say_held(d);
+    if (d->findings & RT_FIND_FREE_HEAP && d->cause != RT_CAUSE_FRAGMENTATION)
+        advise_free_heap(d, ctx);
+    else if (d->findings & RT_FIND_HELD_BACK && d->cause == RT_CAUSE_NONE && d->held_trim > 0)
+        say_held_back(d);
+    if (d->findings & RT_FIND_IDLE_CACHE && d->cause != RT_CAUSE_CUDA_CACHE)
+        advise_idle_cache(d, ctx, cached_mean);
 }
 
 void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d)
@@ -511,6 +845,11 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
     roundtrim_json_u64(j, "first_round", d->first_round);
     roundtrim_json_u64(j, "last_round", d->last_round);
+    roundtrim_json_u64(j, "persisted_windows", (uint64_t)d->persisted);
+    if (d->growing_since)
+        roundtrim_json_u64(j, "growing_since", d->growing_since);
+    if (d->decide_round)
+        roundtrim_json_u64(j, "decide_round", d->decide_round);
     roundtrim_json_i64(j, "growth_bytes_per_round", (int64_t)nearest(d->growth_per_round));
     roundtrim_json_object_begin(j, "slopes");
     for (int p = 0; p < RT_PART_COUNT; p++) {
@@ -532,6 +871,19 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_u64(j, "trim", (uint64_t)nearest(d->trim_released_per_round));
     roundtrim_json_u64(j, "device", (uint64_t)nearest(d->device_released_per_round));
     roundtrim_json_object_end(j);
+    roundtrim_json_object_begin(j, "held");
+    roundtrim_json_u64(j, "gc", (uint64_t)nearest(d->held_gc));
+    roundtrim_json_u64(j, "trim", (uint64_t)nearest(d->held_trim));
+    roundtrim_json_u64(j, "device", (uint64_t)nearest(d->held_device));
+    roundtrim_json_object_end(j);
+    roundtrim_json_array_begin(j, "findings");
+    for (unsigned b = 0; b < RT_FIND_COUNT_BITS; b++)
+        if (d->findings & (1u << b))
+            roundtrim_json_array_str(j, finding_names[b]);
+    roundtrim_json_array_end(j);
+    if (d->uncounted_per_round > 0)
+        roundtrim_json_u64(j, "uncounted_bytes_per_round",
+                           (uint64_t)nearest(d->uncounted_per_round));
     roundtrim_json_u64(j, "gc_collected_per_round", (uint64_t)nearest(d->gc_collected_per_round));
     roundtrim_json_u64(j, "heap_free_percent", (uint64_t)nearest(100 * d->heap_free_share));
     roundtrim_json_bool(j, "collected", d->collected);

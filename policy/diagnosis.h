@@ -1,6 +1,7 @@
-/* Why a process's memory grows, from its last rounds' breakdown and what each cleanup action
- * gave back: the dominant cause, the share of each, and advice a user can act on. Pure: the
- * running process and `roundtrim report` both use it. */
+/* Why a process's memory grows, from its rounds' breakdown and what each cleanup action gave
+ * back: the cause of growth (or none), what cleanup holds flat, levels that waste memory, and
+ * advice a user can act on. Pure: the running process and `roundtrim report` (through the
+ * roundtrim-diagnose command) both use it. */
 #ifndef ROUNDTRIM_POLICY_DIAGNOSIS_H
 #define ROUNDTRIM_POLICY_DIAGNOSIS_H
 
@@ -11,12 +12,13 @@
 #include "policy/round_record.h"
 
 enum roundtrim_cause {
-    RT_CAUSE_NONE,
+    RT_CAUSE_NONE,          /* memory does not grow (whatever cleanup gives back) */
     RT_CAUSE_LEAK,          /* live memory grows: references kept from round to round */
-    RT_CAUSE_FRAGMENTATION, /* freed heap kept resident; a trim or purge returns it */
-    RT_CAUSE_GARBAGE,       /* cyclic garbage that gc frees */
-    RT_CAUSE_CUDA_CACHE,    /* device memory cached by PyTorch or the driver's pools */
-    RT_CAUSE_OUTSIDE_HEAP,  /* anonymous, file or shared memory outside the allocators */
+    RT_CAUSE_FRAGMENTATION, /* freed heap kept resident grows */
+    RT_CAUSE_GARBAGE,       /* kept for the metric's label set; growth is never called this */
+    RT_CAUSE_CUDA_CACHE,    /* device memory cached by PyTorch or the driver's pools grows */
+    RT_CAUSE_OUTSIDE_HEAP,  /* anonymous, file or shared memory outside the allocators grows */
+    RT_CAUSE_UNSURE,        /* something grows, but not yet long or clearly enough to tell */
     RT_CAUSE_COUNT
 };
 
@@ -28,55 +30,92 @@ struct roundtrim_diag_sample {
     uint64_t rss;
     bool known[RT_PART_COUNT];
     uint64_t part[RT_PART_COUNT];
+    uint64_t heap_uncounted; /* of heap_live, blocks the counters missed (glibc's headers) */
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
-    bool trim_ran; /* the trim or purge ran (a policy may leave it out of a round) */
+    const char *gc_skipped; /* the record's reason, or NULL */
+    bool trim_ran;          /* the trim or purge ran (a policy may leave it out of a round) */
     uint64_t trim_released;
+    const char *trim_skipped;
     uint64_t device_released; /* torch's cache release and the pools' trim */
 };
 
-/* What the advice may refer to. */
+/* What the advice may refer to: the settings in force and what the start record says. */
 struct roundtrim_diag_context {
-    uint64_t cleanup_every; /* rounds between cleanups; 0: cleanup off */
-    bool cuda_empty_cache;  /* the CUDA cache is released at cleanup */
-    bool sites;             /* allocation sites are sampled */
-    bool python;            /* the process runs Python */
-    const char *allocator;  /* "glibc", "jemalloc", or another's name */
+    uint64_t cleanup_every;    /* rounds between cleanups; 0: cleanup off */
+    bool cuda_empty_cache;     /* the CUDA cache is released at cleanup */
+    bool sites;                /* allocation sites are sampled (asked for and working) */
+    const char *sites_skipped; /* asked for, but the sampler could not start: why */
+    bool python;               /* the process runs Python */
+    const char *allocator;     /* "glibc", "jemalloc", or another's name */
+    uint64_t window;           /* rounds the verdict's figures cover (ROUNDTRIM_DIAG_ROUNDS) */
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
+/* Persistence: a part grows when each of SUB_ROUNDS successive rounds' windows shows it rising
+ * and staying up, in PERSIST windows in a row ending with the latest. */
+#define ROUNDTRIM_DIAG_SUB_ROUNDS 6
+#define ROUNDTRIM_DIAG_PERSIST    4
+/* The fewest measured rounds a cause of growth needs. */
+#define ROUNDTRIM_DIAG_DECIDE_ROUNDS (ROUNDTRIM_DIAG_SUB_ROUNDS + ROUNDTRIM_DIAG_PERSIST - 1)
+/* The smallest steady growth of the exact live counters called a leak, bytes per round. */
+#define ROUNDTRIM_DIAG_LEAK_MIN (8 << 10)
+
+/* Levels and patterns found beside the cause (bits of roundtrim_diagnosis.findings). */
+enum roundtrim_finding {
+    RT_FIND_FREE_HEAP = 1u << 0,  /* freed heap kept resident is most of RSS, cleanup keeps it */
+    RT_FIND_IDLE_CACHE = 1u << 1, /* a large device cache is held and not released */
+    RT_FIND_PLATEAU = 1u << 2,    /* grew, then stopped: a warm-up or a cache at its cap */
+    RT_FIND_SWINGS = 1u << 3,     /* rises and falls back: periodic or sawtooth, flat */
+    RT_FIND_HELD_BACK = 1u << 4,  /* due cleanup held back (pause limit, budget) */
+    RT_FIND_COUNT_BITS = 5
+};
+
+const char *roundtrim_finding_name(unsigned bit_index);
 
 struct roundtrim_diagnosis {
     const char *skipped; /* why no diagnosis: "too_few_rounds" (then the rest is empty) */
     enum roundtrim_cause cause;
-    bool mixed;             /* no cause has most of the growth (or of what cleanup recovers) */
-    const char *decided_by; /* "growth", "cleanup_yield" (flat: what cleanup takes back each
-                               round), "level" (flat, mostly cached or freed memory), "flat" */
-    int rounds;             /* samples used */
+    bool mixed;             /* no cause has most of the growth */
+    const char *decided_by; /* "growth" (persistent), "flat", "not_yet" (unsure: too short),
+                               "noisy" (unsure: within the swing), "uncollected" (unsure: no gc) */
+    int rounds;             /* samples the figures cover (the verdict's window) */
     uint64_t first_round, last_round;
+    int persisted;           /* successive windows the growing part grew in, ending at the last */
+    uint64_t growing_since;  /* the first round of the first of those windows; 0: none */
+    uint64_t decide_round;   /* unsure: the round by which it can tell, if growth goes on */
     double growth_per_round; /* bytes/round: RSS and device memory together */
     double rss_mean;
     bool slope_known[RT_PART_COUNT];
     double slope[RT_PART_COUNT];  /* bytes/round, each part */
-    double share[RT_CAUSE_COUNT]; /* 0..1, of what decided */
+    double share[RT_CAUSE_COUNT]; /* 0..1, of the growth */
     double gc_freed_per_round, trim_released_per_round, device_released_per_round;
     double recovered_per_round; /* the three together */
     double gc_collected_per_round;
-    double heap_free_share;  /* median share of RSS the free-but-resident heap is */
-    double heap_free_median; /* bytes */
-    bool collected;          /* a full collection (roundtrim's or the program's) ran in the window:
-                                without one, growing live Python memory may be garbage not yet collected */
-    char advice[640];
+    double held_gc, held_trim, held_device; /* what cleanup holds flat, bytes per round */
+    double heap_free_share;                 /* median share of RSS the free-but-resident heap is */
+    double heap_free_median;                /* bytes */
+    double uncounted_per_round; /* heap growth no trim returns: live blocks allocated around
+                                   roundtrim's counters (a direct call of glibc's malloc) */
+    double plateau_rise;        /* RT_FIND_PLATEAU: how much the live part rose before it stopped */
+    double swing;               /* RT_FIND_SWINGS: the live part's range over the window */
+    int held_back_rounds;       /* RT_FIND_HELD_BACK: rounds whose trim or gc was held back */
+    const char *held_back_why;
+    unsigned findings; /* enum roundtrim_finding bits */
+    bool collected;    /* a full collection (roundtrim's or the interpreter's) ran in the window:
+                          without one, growing live Python memory may be garbage not yet collected */
+    char advice[1024];
 };
 
 /* Diagnoses samples[0..n) (oldest first; rounds whose memory was not measured left out by the
- * caller). */
+ * caller): the verdict's figures over the last ctx->window of them, persistence over all. */
 void roundtrim_diagnose(const struct roundtrim_diag_sample *samples, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *out);
 
 /* Appends the diagnosis's fields to a JSON object being written ("cause", "mixed", "shares",
- * "growth_bytes_per_round", "slopes", "recovered_bytes_per_round", "advice", ...). */
+ * "growth_bytes_per_round", "slopes", "recovered_bytes_per_round", "held", "findings",
+ * "persisted_windows", "advice", ...). */
 void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d);
 
 #endif

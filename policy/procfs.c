@@ -222,7 +222,19 @@ bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out)
     size_t name_len = strcspn(s, "\n");
     out->brk_heap = name_len == 6 && strncmp(s, "[heap]", 6) == 0;
     out->anonymous = inode_zero && (name_len == 0 || s[0] == '[');
+    out->unnamed = inode_zero && name_len == 0;
     return true;
+}
+
+uint64_t roundtrim_glibc_mmapped_chunk(uint64_t prev_size, uint64_t size, uint64_t room,
+                                       uint64_t page)
+{
+    enum { IS_MMAPPED = 2, NON_MAIN_ARENA = 4, FLAGS = 7 };
+    uint64_t len = size & ~(uint64_t)FLAGS;
+    if (prev_size != 0 || !(size & IS_MMAPPED) || (size & NON_MAIN_ARENA) || page == 0 ||
+        len < page || len % page != 0 || len > room)
+        return 0;
+    return len;
 }
 
 bool roundtrim_glibc_arena_heap(const struct roundtrim_map_line *m,

@@ -37,6 +37,7 @@ struct roundtrim_map_line {
     bool readable, writable, exec, shared;
     bool anonymous; /* no file: inode 0 and no path, or a bracketed name such as [heap] */
     bool brk_heap;  /* "[heap]" */
+    bool unnamed;   /* anonymous without even a bracketed name (what mmap(2) gives) */
 };
 /* False when the line is not a maps line. */
 bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out);
@@ -48,6 +49,14 @@ bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out);
 #define ROUNDTRIM_GLIBC_HEAP_MAX ((uintptr_t)64 << 20)
 bool roundtrim_glibc_arena_heap(const struct roundtrim_map_line *m,
                                 const struct roundtrim_map_line *next);
+
+/* A large block glibc's malloc served with a mapping of its own starts at its mapping's start
+ * with a chunk header: a zero prev_size, and a size of whole pages with IS_MMAPPED set (and not
+ * NON_MAIN_ARENA), no longer than room (the bytes left in the mapping). Returns the chunk's
+ * length, or 0 when the header is not one. */
+#define ROUNDTRIM_GLIBC_CHUNK_HEADER 16
+uint64_t roundtrim_glibc_mmapped_chunk(uint64_t prev_size, uint64_t size, uint64_t room,
+                                       uint64_t page);
 
 /* Expands %p (the pid) and %% in a path template. False if it does not fit. */
 bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap);

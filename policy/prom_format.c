@@ -91,8 +91,9 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
                        roundtrim_mem_part_name((enum roundtrim_mem_part)p), num);
     }
     labelled_begin(o, "roundtrim_diagnosis", "gauge",
-                   "1 for the cause the last diagnosis found (leak, fragmentation, garbage, "
-                   "cuda_cache, outside_heap, none), 0 for the others.");
+                   "1 for the cause of growth the last diagnosis found (leak, fragmentation, "
+                   "cuda_cache, outside_heap; none: memory does not grow; unsure: not yet "
+                   "told), 0 for the others.");
     for (int c = 0; c < RT_CAUSE_COUNT; c++)
         labelled_value(o, "roundtrim_diagnosis", "cause",
                        roundtrim_cause_name((enum roundtrim_cause)c),
@@ -103,6 +104,10 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
          "over the last diagnosis window.\n# TYPE roundtrim_growth_total_bytes_per_round gauge\n"
          "roundtrim_growth_total_bytes_per_round{%s} %s\n",
          o->labels, num);
+    metric(o, "roundtrim_diagnosis_persisted_windows", "gauge",
+           "Successive windows of rounds the growing part grew in, ending at the last diagnosis "
+           "(a cause of growth is named from 4).",
+           (uint64_t)d->persisted);
     metric(o, "roundtrim_recovered_bytes_per_round", "gauge",
            "Memory roundtrim's cleanup gave back per round over the last diagnosis window.",
            (uint64_t)(d->recovered_per_round + 0.5));

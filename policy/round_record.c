@@ -271,6 +271,8 @@ static void format_memory(struct roundtrim_json *j, const struct roundtrim_memor
         roundtrim_json_str(j, k, m->part_skipped[p]);
     }
     roundtrim_json_u64(j, "over_rss", m->over_rss);
+    if (m->heap_uncounted)
+        roundtrim_json_u64(j, "heap_uncounted", m->heap_uncounted);
     roundtrim_json_u64(j, "read_us", m->read_us);
     roundtrim_json_object_end(j);
 }

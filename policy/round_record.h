@@ -54,6 +54,9 @@ struct roundtrim_memory_parts {
     /* How far the known parts exceed rss: live blocks holding pages never touched (a large
      * calloc served by mmap), which count as live but are not resident. */
     uint64_t over_rss;
+    /* Of heap_live, what the allocator's own figures show and the counters did not see (large
+     * blocks from glibc's malloc called directly). */
+    uint64_t heap_uncounted;
     uint64_t value[RT_PART_COUNT];
     const char *part_skipped[RT_PART_COUNT]; /* set for each part not measured */
     uint32_t largest_arena_permille; /* glibc: the largest arena's share of the heap; 0 unknown */

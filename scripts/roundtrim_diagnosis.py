@@ -3,12 +3,20 @@ JSON (--json).
 
 The process diagnoses itself (libroundtrim.so writes a "diagnosis" record every
 ROUNDTRIM_DIAG_ROUNDS rounds and at exit, from the breakdown of its memory in each round
-record); the report shows the latest one, with the allocation sites that grow when the cause is
+record); the report shows the latest one. A process that wrote none, or whose rounds went on after
+its last one and that ended without an exit record (a worker ended by SIGTERM), gets the verdict
+of the same code over its round records: roundtrim-diagnose, built from the library's
+policy/diagnosis.c, is given their figures. The report shows it with the allocation sites that grow when the cause is
 a leak and sites were sampled (ROUNDTRIM_SITES=true). A log written before round records had a
 memory breakdown gets no guess: the report says what it cannot tell.
 """
 
+import collections
 import json
+import os
+import re
+import subprocess
+from pathlib import Path
 
 import roundtrim_sites
 
@@ -17,12 +25,21 @@ MAX_SITES = 3
 
 CAUSE_WORDS = {
     "leak": "a leak: live memory grows",
-    "fragmentation": "fragmentation: freed heap is kept resident",
+    "fragmentation": "fragmentation: freed heap kept resident grows",
     "garbage": "garbage: gc frees cyclic garbage every round",
-    "cuda_cache": "the CUDA cache: device memory kept by caches",
+    "cuda_cache": "the CUDA cache: device memory kept by caches grows",
     "outside_heap": "growth outside the heap",
+    "unsure": "unsure: memory grows, not yet long or clearly enough to tell why",
     "none": "no growth",
 }
+
+# The parts of a round's memory in policy/round_record.h's order (roundtrim-diagnose's input).
+PARTS = ("heap_live", "heap_free", "python", "other_anon", "file", "shmem", "device_live",
+         "device_cached")
+HISTORY = 64  # the rounds the diagnosis looks at, as in the library
+REASON = re.compile(r"[a-z_]{1,23}")
+HERE = Path(__file__).resolve().parent
+DIAGNOSE = (HERE / "roundtrim-diagnose", HERE.parent / "build" / "roundtrim-diagnose")
 
 PART_WORDS = {
     "heap_live": "heap live", "heap_free": "heap free (resident)", "python": "Python objects",
@@ -33,19 +50,24 @@ PART_WORDS = {
 
 # The fields of a diagnosis record the report shows (--json gives them as they are).
 KEYS = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round", "last_round",
-        "growth_bytes_per_round", "slopes", "shares", "recovered_bytes_per_round", "recovered",
-        "gc_collected_per_round", "heap_free_percent", "advice", "round")
+        "persisted_windows", "growing_since", "decide_round", "growth_bytes_per_round", "slopes",
+        "shares", "recovered_bytes_per_round", "recovered", "held", "findings",
+        "uncounted_bytes_per_round", "gc_collected_per_round", "heap_free_percent", "advice",
+        "computed_by", "round")
 
 
 class Kept:
     """What the report keeps for the diagnosis of one process."""
 
-    __slots__ = ("latest", "with_breakdown", "without_breakdown", "sites_lines")
+    __slots__ = ("latest", "with_breakdown", "without_breakdown", "samples", "last_round",
+                 "sites_lines")
 
     def __init__(self):
         self.latest = None  # the last diagnosis record
         self.with_breakdown = 0  # rounds whose record has a memory breakdown
         self.without_breakdown = 0
+        self.samples = collections.deque(maxlen=HISTORY)  # roundtrim-diagnose's sample lines
+        self.last_round = None
         # The last sites records as their lines (one can be 512 KiB; parsed, several times
         # that): parsed only for a process whose cause is a leak.
         self.sites_lines = {}
@@ -55,6 +77,11 @@ class Kept:
             self.with_breakdown += 1
         else:
             self.without_breakdown += 1
+        if _whole(record.get("round")):
+            self.last_round = record["round"]
+        line = sample_line(record)
+        if line:
+            self.samples.append(line)
 
     def add_diagnosis(self, record):
         self.latest = {k: record[k] for k in KEYS if k in record}
@@ -71,6 +98,93 @@ class Kept:
         for rnd in sorted(self.sites_lines):
             kept.add(json.loads(self.sites_lines[rnd]))
         return kept.records()
+
+
+# The library's words where sites are sampled, and what the report says instead when none of
+# the sampled sites grows.
+SITES_NAME = ("The sites records name the code that allocates it: roundtrim report LOG shows the "
+              "sites that grow.")
+SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
+              "allocations too small or too rare for the sampling interval to catch so far "
+              "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")
+
+
+def _whole(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _reason(v):
+    return v if isinstance(v, str) and REASON.fullmatch(v) else "-"
+
+
+def sample_line(rec):
+    """A round record as roundtrim-diagnose reads it, or None for a round the library leaves out
+    too (memory not measured; the first round, which carries the program's start)."""
+    memory = rec.get("memory")
+    rnd, merged = rec.get("round"), rec.get("merged_rounds", 0)
+    if not isinstance(memory, dict) or not _whole(rnd) or not _whole(merged) or rnd - merged <= 1:
+        return None
+    if not _whole(memory.get("rss")):
+        return None
+    mask, values = 0, []
+    for i, part in enumerate(PARTS):
+        v = memory.get(part)
+        if _whole(v):
+            mask |= 1 << i
+        values.append(v if _whole(v) else 0)
+    cleanup = rec.get("cleanup") if isinstance(rec.get("cleanup"), list) else []
+    num = [rec.get(k) if _whole(rec.get(k)) else 0
+           for k in ("gc_collected", "gc_freed_bytes", "trim_released_bytes",
+                     "torch_released_bytes", "cuda_pool_trim_bytes")]
+    uncounted = memory.get("heap_uncounted", 0)
+    fields = ["sample", rnd, memory["rss"], mask, *values, uncounted if _whole(uncounted) else 0,
+              int("gc" in cleanup), int(rec.get("gc_skipped") == "program_gc"), num[0], num[1],
+              _reason(rec.get("gc_skipped")), int("trim" in cleanup or "purge" in cleanup),
+              num[2], _reason(rec.get("trim_skipped")), num[3] + num[4]]
+    return " ".join(str(f) for f in fields)
+
+
+def _setting(start, name, default):
+    settings = start.get("settings") if isinstance(start, dict) else None
+    entry = settings.get(name) if isinstance(settings, dict) else None
+    value = entry.get("value") if isinstance(entry, dict) else None
+    return value if isinstance(value, str) else default
+
+
+def context_line(proc, kept):
+    """What the advice may refer to, from the start record, as the library has it."""
+    start = proc.start if isinstance(getattr(proc, "start", None), dict) else {}
+    every = _setting(start, "ROUNDTRIM_GC_ROUNDS", "1")
+    window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", "10")
+    sites = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
+    sites_skipped = _reason(start.get("sites_skipped")) if sites else "-"
+    python = any(int(line.split()[3]) & 4 for line in kept.samples)
+    allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
+    return " ".join(str(f) for f in (
+        "context", every if every.isdigit() else 1,
+        int(_setting(start, "ROUNDTRIM_CUDA_EMPTY_CACHE", "false") == "true"),
+        int(sites and sites_skipped == "-"), sites_skipped, int(python), allocator,
+        window if window.isdigit() else 10))
+
+
+def computed_diagnosis(proc, kept):
+    """The library's diagnosis over the process's round records (roundtrim-diagnose), as the
+    record it would have written, or None with why not."""
+    tool = next((p for p in DIAGNOSE if os.access(p, os.X_OK)), None)
+    if tool is None:
+        return None, "no_diagnose_command"
+    text = context_line(proc, kept) + "\n" + "\n".join(kept.samples) + "\n"
+    try:
+        res = subprocess.run([str(tool)], input=text, capture_output=True, text=True,
+                             timeout=60, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        rec = json.loads(res.stdout) if res.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        rec = None
+    if not isinstance(rec, dict):
+        return None, "diagnose_failed"
+    rec["round"] = kept.last_round
+    rec["computed_by"] = "report"
+    return rec, None
 
 
 def _rate(value):
@@ -101,6 +215,14 @@ def diagnosis_of(proc, resolver):
     """The process's diagnosis as the report's JSON gives it."""
     kept = proc.diagnosis
     rec = kept.latest
+    # No verdict of its own, or none since its last rounds and no exit to write one (ended by a
+    # signal): the library's code over the round records.
+    stale = (rec is not None and getattr(proc, "exit", None) is None
+             and _whole(rec.get("round")) and _whole(kept.last_round)
+             and kept.last_round > rec["round"])
+    if (rec is None or stale) and len(kept.samples) >= 3:
+        computed, _ = computed_diagnosis(proc, kept)
+        rec = computed or rec
     if rec is None:
         if kept.with_breakdown == 0 and kept.without_breakdown > 0:
             return {"cause": None, "cause_skipped": "no_breakdown",
@@ -122,6 +244,8 @@ def diagnosis_of(proc, resolver):
             d["sites"] = growing_sites(proc, resolver)
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
+                # The records say otherwise than "the sites records name the code".
+                d["advice"] = str(d.get("advice", "")).replace(SITES_NAME, SITES_NONE)
         else:
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
@@ -163,4 +287,7 @@ def text_lines(d):
             lines.append(f"        {frame}")
     if d.get("sites_skipped") == "no_growing_site":
         lines.append("    no sampled site grows over the last rounds with sites records")
+    if d.get("computed_by") == "report":
+        lines.append("    (the process wrote no diagnosis for these rounds: the report computed "
+                     "it from its round records with the library's code)")
     return lines

@@ -147,11 +147,44 @@ class Site:
         self.entry = entry
 
 
+def line_key(entry):
+    """One Python line is one site: the innermost Python frame's file and line, or None for a
+    stack without Python frames (its own native stack is its site)."""
+    frames = python_frames(entry)
+    if not frames:
+        return None
+    top = frames[0]
+    return (str(top.get("file")), str(top.get("line")))
+
+
 def sites_over(records):
-    sites = {}
+    """The sites over the records, those allocating at the same Python line merged into one
+    (their native stacks below it differ with sizes and code paths: one numpy line made two
+    sites of 32 and 28 MiB for one 60 MiB leak). A member missing from a round's record keeps
+    its last live bytes."""
+    members = {}
     for rec in records:
         for site_id, entry in site_entries(rec).items():
-            sites.setdefault(site_id, Site(site_id)).add(rec["round"], entry)
+            members.setdefault(site_id, Site(site_id)).add(rec["round"], entry)
+    groups = {}
+    for site in members.values():
+        key = line_key(site.entry)
+        groups.setdefault(key if key else ("site", site.id), []).append(site)
+    rounds = sorted({r for site in members.values() for r in site.live})
+    sites = {}
+    for group in groups.values():
+        if len(group) == 1:
+            sites[group[0].id] = group[0]
+            continue
+        lead = max(group, key=lambda m: (max(m.live.values()), m.id))
+        merged = Site(lead.id)
+        merged.entry = lead.entry
+        for rnd in rounds:
+            known = [m.live[max(r for r in m.live if r <= rnd)]
+                     for m in group if any(r <= rnd for r in m.live)]
+            if any(rnd in m.live for m in group):
+                merged.live[rnd] = sum(known)
+        sites[merged.id] = merged
     return sites
 
 
@@ -200,9 +233,19 @@ def python_frames(entry):
     return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
 
 
+# The site every sample of the program's first round is counted at (imports, a model loaded once):
+# no stack is kept for them.
+START_TEXT = "the program's start: its first round, counted as one site without stacks"
+# roundtrim's own frames (a framework hook's proxy calling the program's function): never shown.
+OWN_MODULE = re.compile(r"libroundtrim\.so[.0-9]*")
+
+
 def native_frames(entry):
     frames = entry.get("frames")
-    return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+    if not isinstance(frames, list):
+        return []
+    return [f for f in frames if isinstance(f, dict) and not OWN_MODULE.fullmatch(
+        str(f.get("module") or "").rsplit("/", 1)[-1])]
 
 
 def python_text(frame):
@@ -253,6 +296,8 @@ def stack_lines(entry, resolver, native=False):
     Unless native is set, the runtimes' native frames are folded into one line after the user's
     own; a stack of runtime frames only (a thread with no Python frame, such as a PyTorch
     worker) shows them, having nothing else to lead with."""
+    if entry.get("program_start"):
+        return [START_TEXT]
     lines = [python_text(f) for f in python_frames(entry)]
     natives = native_frames(entry)
     shown, folded = natives, []
@@ -283,6 +328,8 @@ def shown_frames(entry, native=False):
 def best_name(entry, resolver):
     """What a person calls the site: its innermost Python frame, else its first named native
     frame of the user's own, else of a runtime, else its first module+offset."""
+    if entry.get("program_start"):
+        return "the program's start"
     for frame in python_frames(entry):
         file = str(frame.get("file") or "?").rsplit("/", 1)[-1]
         return f"{frame.get('function') or '?'} ({file}:{frame.get('line', '?')})"

@@ -19,6 +19,9 @@ struct roundtrim_heap_parts {
     /* glibc: the largest arena's share of the arenas' resident bytes, permille; 0 unknown. A
      * trim holds one arena at a time: the pause a thread sees follows the largest. */
     uint32_t largest_arena_permille;
+    /* glibc: live large blocks (mappings of their own) that its chunk headers show and the
+     * counters never saw: allocated around them (glibc's malloc called directly). */
+    uint64_t uncounted;
 };
 
 /* total: the process's cumulative counts at the boundary. */

@@ -73,6 +73,10 @@ static void site_object(struct roundtrim_json *j, uint32_t i)
     snprintf(id, sizeof id, "%016llx", (unsigned long long)s->id);
     roundtrim_json_object_begin(j, NULL);
     roundtrim_json_str(j, "site", id);
+    if (s->kind == RT_SITE_LINE) /* counted at its Python line: the stack is its first sample's */
+        roundtrim_json_bool(j, "line_site", true);
+    else if (s->kind == RT_SITE_START) /* the program's start: its first round, no stacks */
+        roundtrim_json_bool(j, "program_start", true);
     roundtrim_json_u64(j, "round_live_bytes", round_live[i]);
     roundtrim_json_u64(j, "live_bytes", live[i]);
     roundtrim_json_i64(j, "grown_bytes", (int64_t)(live[i] - live_before[i]));

@@ -164,6 +164,8 @@ bool roundtrim_py_resolve(void)
     *(void **)&roundtrim_py.GC_IsEnabled = optional("PyGC_IsEnabled", NULL);
     *(void **)&roundtrim_py.GC_Enable = optional("PyGC_Enable", NULL);
     *(void **)&roundtrim_py.GC_Disable = optional("PyGC_Disable", NULL);
+    *(void **)&roundtrim_py.GetAllocatedBlocks =
+        optional("_Py_GetAllocatedBlocks", "_Py_GetGlobalAllocatedBlocks");
     *(void **)&roundtrim_py.InterpreterState_Get =
         optional("PyInterpreterState_Get", "_PyInterpreterState_Get");
     *(void **)&roundtrim_py.Unicode_AsUTF8 = optional("PyUnicode_AsUTF8", NULL);

@@ -69,6 +69,7 @@ struct roundtrim_py_api {
     int (*GC_IsEnabled)(void); /* 3.10+ */
     int (*GC_Enable)(void);
     int (*GC_Disable)(void);
+    py_ssize (*GetAllocatedBlocks)(void); /* pymalloc's allocated blocks, or NULL */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
     void *(*InterpreterState_Main)(void);
     void *(*InterpreterState_Get)(void);

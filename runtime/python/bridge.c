@@ -11,6 +11,7 @@
 #include "runtime/core/settings.h"
 #include "runtime/cuda/track.h"
 #include "runtime/python/api.h"
+#include "runtime/python/arenas.h"
 #include "runtime/python/gil.h"
 #include "runtime/python/hook.h"
 
@@ -40,6 +41,19 @@ static py_ssize collect_disabled_pre310(void)
     return count;
 }
 
+/* What a collection freed in pymalloc's blocks, in bytes: its arenas stay mapped while their
+ * pools are reused, so their size says nothing of small objects freed. Each block counts the
+ * arenas' mean bytes per allocated block before the collection (16 to 512, pymalloc's sizes). */
+static uint64_t small_objects_freed(py_ssize before, py_ssize after)
+{
+    uint64_t arenas = 0;
+    if (before <= 0 || after >= before || roundtrim_python_arena_bytes(&arenas) || !arenas)
+        return 0;
+    uint64_t per_block = arenas / (uint64_t)before;
+    per_block = per_block < 16 ? 16 : per_block > 512 ? 512 : per_block;
+    return (uint64_t)(before - after) * per_block;
+}
+
 static const char *gc_job_run(struct roundtrim_py_result *out)
 {
     /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
@@ -50,6 +64,7 @@ static const char *gc_job_run(struct roundtrim_py_result *out)
     bool off = P.GC_IsEnabled && !P.GC_IsEnabled();
     if (off)
         P.GC_Enable();
+    py_ssize blocks = P.GetAllocatedBlocks ? P.GetAllocatedBlocks() : 0;
     uint64_t t0 = roundtrim_now_us();
     py_ssize n = P.GC_Collect();
     if (!P.GC_IsEnabled && n == 0) {
@@ -57,6 +72,7 @@ static const char *gc_job_run(struct roundtrim_py_result *out)
         n = more > 0 ? more : n;
     }
     out->us = roundtrim_now_us() - t0;
+    out->bytes = small_objects_freed(blocks, P.GetAllocatedBlocks ? P.GetAllocatedBlocks() : 0);
     if (off)
         P.GC_Disable();
     if (P.Err_Occurred())
@@ -214,8 +230,11 @@ static const char *absent(void)
     return roundtrim_python_loaded() ? "no_interpreter" : "no_python";
 }
 
+static uint64_t gc_small_freed; /* the last collection's, in bytes */
+
 const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
+    gc_small_freed = 0;
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return absent();
@@ -225,7 +244,13 @@ const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us)
         return why;
     *collected = res.count;
     *us = res.us;
+    gc_small_freed = res.bytes;
     return NULL;
+}
+
+uint64_t roundtrim_python_gc_small_freed(void)
+{
+    return gc_small_freed;
 }
 
 const char *roundtrim_python_torch_empty_cache(uint64_t *us)

@@ -30,6 +30,10 @@ bool roundtrim_python_present(void);
  * one of roundtrim_py_with_gil's reasons). */
 const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us);
 
+/* What the last roundtrim_python_gc freed in small objects (pymalloc blocks), in bytes: 0 when
+ * the interpreter does not say how many blocks are allocated. */
+uint64_t roundtrim_python_gc_small_freed(void);
+
 /* torch.cuda.empty_cache(), only when the program imported torch and initialized CUDA itself.
  * Returns NULL when it ran, else why not (as roundtrim_python_gc, or "no_torch",
  * "cuda_not_initialized", "cuda_capture"). */

@@ -8,6 +8,7 @@
 #include "runtime/core/settings.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/bridge.h"
+#include "runtime/sites/sampler.h"
 
 #define WINDOW_MAX 64 /* ROUNDTRIM_DIAG_ROUNDS's largest value */
 
@@ -31,12 +32,15 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     memset(s, 0, sizeof *s);
     s->round = r->round;
     s->rss = r->memory.rss;
+    s->heap_uncounted = r->memory.heap_uncounted;
     for (int p = 0; p < RT_PART_COUNT; p++) {
         s->known[p] = r->memory.part_skipped[p] == NULL;
         s->part[p] = r->memory.value[p];
     }
     s->gc_ran = r->gc_ran;
     s->program_gc = r->gc_skipped && strcmp(r->gc_skipped, "program_gc") == 0;
+    s->gc_skipped = r->gc_skipped;
+    s->trim_skipped = r->trim_skipped;
     s->gc_collected = r->gc_collected;
     s->gc_freed = r->gc_freed_bytes;
     s->trim_ran = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
@@ -46,16 +50,19 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
 
 static void write_record(void)
 {
-    size_t k = window_size(), n = filled < k ? filled : k;
+    /* The whole history, oldest first: the verdict's figures cover the last window_size() of
+     * it, the persistence of growth all of it. */
+    size_t n = filled;
     struct roundtrim_diag_sample ordered[WINDOW_MAX];
-    /* The newest n, oldest first. */
     for (size_t i = 0; i < n; i++)
         ordered[i] = window[(next_at + WINDOW_MAX - n + i) % WINDOW_MAX];
     const struct roundtrim_config *cfg = roundtrim_config();
     struct roundtrim_diag_context ctx = {
         .cleanup_every = cfg->gc_rounds,
         .cuda_empty_cache = cfg->cuda_empty_cache,
-        .sites = cfg->sites,
+        .sites = cfg->sites && !roundtrim_sampler_skipped(),
+        .sites_skipped = cfg->sites ? roundtrim_sampler_skipped() : NULL,
+        .window = window_size(),
         .python = roundtrim_python_found(),
         .allocator = roundtrim_allocator_name(),
     };

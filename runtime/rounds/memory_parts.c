@@ -58,9 +58,10 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
     m->rss = st.rss;
     struct roundtrim_heap_parts heap;
     roundtrim_heap_parts_read(total, &heap);
-    if (heap.live_known)
-        m->value[RT_PART_HEAP_LIVE] = heap.live;
-    else
+    if (heap.live_known) {
+        m->value[RT_PART_HEAP_LIVE] = heap.live + heap.uncounted;
+        m->heap_uncounted = heap.uncounted;
+    } else
         skip(m, RT_PART_HEAP_LIVE, heap.live_skipped);
     m->largest_arena_permille = heap.largest_arena_permille;
     if (heap.free_known)

@@ -175,8 +175,11 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
         if (!(r->gc_skipped = roundtrim_python_gc(&r->gc_collected, &r->gc_us))) {
             r->gc_ran = true;
             r->actions |= RT_ACT_GC;
-            r->gc_freed_bytes = below(live, roundtrim_memory_live_now());
             heap_freed = below(heap, heap_blocks_live_now());
+            /* Small objects freed leave pymalloc's arenas mapped: counted by their blocks. */
+            uint64_t mapped = below(live, roundtrim_memory_live_now()),
+                     blocks = heap_freed + roundtrim_python_gc_small_freed();
+            r->gc_freed_bytes = mapped > blocks ? mapped : blocks;
             roundtrim_policy_learn(&policy, RT_CLEAN_GC, r->gc_collected > 0, r->gc_us, 0);
         }
     }

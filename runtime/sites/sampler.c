@@ -164,6 +164,23 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
     }
     sampling_now = true;
     draw_next(c);
+    /* Once half the stack sites are taken in the program's start (its first round: imports, a
+     * model loaded once), the rest of it is counted at one site, without a walk: a PyTorch
+     * process's imports alone have more stacks than the table has entries, and the sites are
+     * for what grows from round to round. */
+    if (round_in_progress() <= 1 && roundtrim_site_stacks_taken() >= ROUNDTRIM_SITES_MAIN / 2) {
+        int32_t start = roundtrim_site_start();
+        __atomic_add_fetch(&samples, 1, __ATOMIC_RELAXED);
+        uint64_t w = roundtrim_sample_weight(bytes, mean);
+        if (start < 0)
+            __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
+        else if (roundtrim_sample_table_insert(p, (uint32_t)start, 1, w))
+            roundtrim_site_add_alloc(start, w);
+        else
+            __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        sampling_now = false;
+        return;
+    }
     __atomic_add_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) {
         __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);

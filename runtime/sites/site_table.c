@@ -9,6 +9,7 @@
 #define CODE_NAMES_MAX 4096u
 
 static struct roundtrim_site *sites;
+static uint32_t stacks_taken;
 static struct roundtrim_code_names *code_names;
 
 bool roundtrim_site_table_init(void)
@@ -31,34 +32,88 @@ static uint64_t frames_id(const uintptr_t *frames, int depth, const struct round
     return h ? h : 1;
 }
 
-int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
-                              const struct roundtrim_site_py *py, int py_depth)
+/* The site of id in entries [base, base + size), created if new with these frames; -1 when
+ * they are all taken by others. */
+static int32_t probe(uint64_t id, uint32_t base, uint32_t size, const uintptr_t *frames, int depth,
+                     const struct roundtrim_site_py *py, int py_depth,
+                     enum roundtrim_site_kind kind)
 {
-    if (!sites)
-        return -1;
-    uint64_t id = frames_id(frames, depth, py, py_depth);
-    uint32_t i = (uint32_t)(id & (ROUNDTRIM_SITES_MAX - 1));
-    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAX; n++, i = (i + 1) & (ROUNDTRIM_SITES_MAX - 1)) {
-        struct roundtrim_site *s = &sites[i];
+    uint32_t i = (uint32_t)(id % size);
+    for (uint32_t n = 0; n < size; n++, i = i + 1 == size ? 0 : i + 1) {
+        struct roundtrim_site *s = &sites[base + i];
         uint64_t k = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
         if (k == id)
-            return (int32_t)i;
+            return (int32_t)(base + i);
         if (k != 0)
             continue;
         if (!__atomic_compare_exchange_n(&s->id, &k, id, false, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE)) {
             if (k == id)
-                return (int32_t)i;
+                return (int32_t)(base + i);
             continue;
         }
+        s->kind = (uint8_t)kind;
+        if (kind == RT_SITE_STACK)
+            __atomic_add_fetch(&stacks_taken, 1, __ATOMIC_RELAXED);
         s->depth = (uint8_t)depth;
         s->py_depth = (uint8_t)py_depth;
-        memcpy(s->frames, frames, sizeof *frames * (size_t)depth);
-        memcpy(s->py, py, sizeof *py * (size_t)py_depth);
+        if (depth > 0)
+            memcpy(s->frames, frames, sizeof *frames * (size_t)depth);
+        if (py_depth > 0)
+            memcpy(s->py, py, sizeof *py * (size_t)py_depth);
         __atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
-        return (int32_t)i;
+        return (int32_t)(base + i);
     }
     return -1;
+}
+
+/* A line's key: the innermost Python frame, else the innermost native frames (at most 4), in
+ * another hash than a whole stack's. */
+static uint64_t line_id(const uintptr_t *frames, int depth, const struct roundtrim_site_py *py,
+                        int py_depth)
+{
+    uint64_t h = roundtrim_hash_mix(ROUNDTRIM_HASH_START, 0x6c696e65u); /* "line" */
+    if (py_depth > 0)
+        h = roundtrim_hash_mix(roundtrim_hash_mix(h, (uintptr_t)py[0].code),
+                               (uint64_t)(uint32_t)py[0].line << 32 | py[0].names_key);
+    else
+        for (int i = 0; i < depth && i < 4; i++)
+            h = roundtrim_hash_mix(h, frames[i]);
+    h ^= h >> 29;
+    return h ? h : 1;
+}
+
+int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
+                              const struct roundtrim_site_py *py, int py_depth)
+{
+    if (!sites)
+        return -1;
+    int32_t i = probe(frames_id(frames, depth, py, py_depth), 0, ROUNDTRIM_SITES_MAIN, frames,
+                      depth, py, py_depth, RT_SITE_STACK);
+    if (i >= 0)
+        return i;
+    return probe(line_id(frames, depth, py, py_depth), ROUNDTRIM_SITES_MAIN, ROUNDTRIM_SITES_LINE,
+                 frames, depth, py, py_depth, RT_SITE_LINE);
+}
+
+uint32_t roundtrim_site_stacks_taken(void)
+{
+    return __atomic_load_n(&stacks_taken, __ATOMIC_RELAXED);
+}
+
+int32_t roundtrim_site_start(void)
+{
+    static int32_t start = -1;
+    int32_t i = __atomic_load_n(&start, __ATOMIC_ACQUIRE);
+    if (i >= 0 || !sites)
+        return i;
+    /* No stack hashes to this id with zero frames and this salt; the same entry for every
+     * thread (the table's compare-and-swap decides). */
+    uint64_t id = roundtrim_hash_mix(ROUNDTRIM_HASH_START, 0x7374617274u); /* "start" */
+    i = probe(id ? id : 1, 0, ROUNDTRIM_SITES_MAIN, NULL, 0, NULL, 0, RT_SITE_START);
+    if (i >= 0)
+        __atomic_store_n(&start, i, __ATOMIC_RELEASE);
+    return i;
 }
 
 const struct roundtrim_site *roundtrim_site_at(uint32_t i)

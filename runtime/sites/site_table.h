@@ -14,6 +14,12 @@
 #define ROUNDTRIM_SITE_NATIVE_MAX 24
 #define ROUNDTRIM_SITE_PYTHON_MAX 8
 #define ROUNDTRIM_SITES_MAX       4096u
+/* The last entries are kept for sites of one Python line each (its innermost frame, or the
+ * innermost native frames where there is no Python frame): once the stacks of a large program's
+ * start (PyTorch's imports) have taken the others, a stack seen later is counted at its line
+ * instead of dropped, so that a leak starting later still has a site. */
+#define ROUNDTRIM_SITES_LINE 512u
+#define ROUNDTRIM_SITES_MAIN (ROUNDTRIM_SITES_MAX - ROUNDTRIM_SITES_LINE)
 
 struct roundtrim_site_py {
     const void *code; /* a code object; its names are in the code name table */
@@ -21,10 +27,17 @@ struct roundtrim_site_py {
     uint32_t names_key; /* roundtrim_py_frame's: which code object held that address */
 };
 
+enum roundtrim_site_kind {
+    RT_SITE_STACK, /* one stack */
+    RT_SITE_LINE,  /* one of ROUNDTRIM_SITES_LINE: a line's, the stack its first sample's */
+    RT_SITE_START, /* the program's start: every sample of its first round, no stack */
+};
+
 struct roundtrim_site {
     uint64_t id; /* hash of the frames; 0: free entry */
     uint32_t ready;
     uint8_t depth, py_depth;
+    uint8_t kind; /* enum roundtrim_site_kind */
     uintptr_t frames[ROUNDTRIM_SITE_NATIVE_MAX];
     struct roundtrim_site_py py[ROUNDTRIM_SITE_PYTHON_MAX];
     uint64_t alloc_bytes, free_bytes, samples; /* estimates; atomic adds */
@@ -32,9 +45,17 @@ struct roundtrim_site {
 
 bool roundtrim_site_table_init(void);
 
-/* The index of the site with these frames, created if new; -1 when the table is full. */
+/* The index of the site with these frames, created if new; when the table's stack sites are
+ * all taken, that of their innermost Python line (likewise created); -1 when that is full too. */
 int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
                               const struct roundtrim_site_py *py, int py_depth);
+
+/* The site of the program's start (its first round), created at the first call; -1 when the
+ * table is full. */
+int32_t roundtrim_site_start(void);
+
+/* How many stack sites are taken (of ROUNDTRIM_SITES_MAIN). */
+uint32_t roundtrim_site_stacks_taken(void);
 
 /* The entry at index i, or NULL when it is free or not fully written yet. */
 const struct roundtrim_site *roundtrim_site_at(uint32_t i);

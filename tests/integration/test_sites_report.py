@@ -367,6 +367,28 @@ def test_a_stack_of_runtime_frames_only_shows_them(tmp_path):
     assert len(stack) == len(TORCH_FRAMES) and "folded" not in r.stdout
 
 
+def test_one_python_line_is_one_site_and_roundtrims_own_frames_never_show(tmp_path):
+    """One numpy line keeping 3 MiB a round reached malloc through two native paths (two sites
+    of 2 and 1 MiB a round): one site, its whole growth; a framework hook's proxy frame inside
+    libroundtrim.so among the program's is left out."""
+    own = frame(str(LIB), 0x4d10, "proxy_call+0x30")
+    records = []
+    for n in range(1, 7):
+        records += [round_record(77, n), sites_record(77, n, [
+            site("00000000000000c7", 2 * n * MIB, PY_LEAK, TORCH_FRAMES[:2] + [own]),
+            site("00000000000000c8", n * MIB, PY_LEAK, [NUMPY_FRAME, own]),
+            site("00000000000000c9", 5 * MIB, [{"file": "/srv/fl/other.py",
+                                                "function": "f", "line": 1}], [NUMPY_FRAME])])]
+    log = write_log(tmp_path / "merged.jsonl", records)
+    r = report("--sites", log)
+    assert r.returncode == 0, r.stderr
+    firsts = entries(r.stdout)
+    assert "+3.0 MiB/round  live 18.0 MiB" in firsts[0].splitlines()[0], r.stdout
+    assert all("receive_model" not in e for e in firsts[1:]), r.stdout
+    full = report("--sites", "--native", log)
+    assert "libroundtrim" not in full.stdout and "proxy_call" not in full.stdout, full.stdout
+
+
 def test_native_without_sites_is_a_usage_error(shared_log):
     r = report(shared_log, "--native")
     assert r.returncode == 2 and "--native goes with --sites" in r.stderr

@@ -170,6 +170,28 @@ START_TEST(glibc_arena_heaps)
 }
 END_TEST
 
+START_TEST(glibc_large_block_headers)
+{
+    const uint64_t page = 4096, len = 260 << 10;
+    /* malloc(256 KiB) above the threshold: a zero prev_size, the mapping's size | IS_MMAPPED. */
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, len | 2, len, page), len);
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, len | 2, 4 * len, page), len);
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, len, len, page), 0);     /* not mmapped */
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, len | 6, len, page), 0); /* non-main */
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(16, len | 2, len, page), 0);
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, (len + 8) | 2, 2 * len, page), 0);
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(0, len | 2, len - page, page), 0); /* past */
+    /* A pymalloc arena's first pool: a block count, then a pointer. */
+    ck_assert_uint_eq(roundtrim_glibc_mmapped_chunk(3, 0x7f12345678a0, 1 << 20, page), 0);
+    struct roundtrim_map_line m;
+    ck_assert(roundtrim_parse_map_line("7f0000000000-7f0000041000 rw-p 00000000 00:00 0 ", &m));
+    ck_assert(m.unnamed && m.anonymous);
+    ck_assert(
+        roundtrim_parse_map_line("7ffc0000000-7ffc0021000 rw-p 00000000 00:00 0  [stack]", &m));
+    ck_assert(!m.unnamed && m.anonymous);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("procfs");
@@ -185,6 +207,7 @@ int main(void)
     tcase_add_test(tc, status_memory_split);
     tcase_add_test(tc, maps_lines);
     tcase_add_test(tc, glibc_arena_heaps);
+    tcase_add_test(tc, glibc_large_block_headers);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

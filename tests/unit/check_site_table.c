@@ -1,7 +1,8 @@
 /* The table of allocation sites (runtime/sites/site_table.c) and its table of code names, one
  * thread at a time: a stack gets one site and keeps it, stacks that differ in any frame get
  * different ones, the full table (every slot taken, through collisions) still finds every site
- * and refuses a new one, and the byte counts add up. Sites are never removed. Each test runs in a
+ * and refuses a new one, stacks past the stack sites share their line's site, the program's start
+ * is one site, and the byte counts add up. Sites are never removed. Each test runs in a
  * process of its own (Check's fork mode). */
 #include <check.h>
 #include <stdint.h>
@@ -118,6 +119,43 @@ START_TEST(full_table_finds_every_site_and_refuses_a_new_one)
 }
 END_TEST
 
+START_TEST(the_programs_start_is_one_site_without_frames)
+{
+    setup();
+    int32_t i = roundtrim_site_start();
+    ck_assert_int_ge(i, 0);
+    ck_assert_int_eq(roundtrim_site_start(), i);
+    const struct roundtrim_site *site = roundtrim_site_at((uint32_t)i);
+    ck_assert_ptr_nonnull(site);
+    ck_assert_int_eq(site->kind, RT_SITE_START);
+    ck_assert_int_eq(site->depth, 0);
+    ck_assert_int_eq(site->py_depth, 0);
+}
+END_TEST
+
+/* Once the stack sites are all taken, a new stack is counted at its innermost Python line:
+ * stacks that differ below the same line share it. */
+START_TEST(stacks_past_a_full_table_share_their_lines_site)
+{
+    setup();
+    struct stack s;
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAIN; n++) {
+        stack_make(&s, n);
+        ck_assert_int_lt(stack_intern(&s), (int32_t)ROUNDTRIM_SITES_MAIN);
+    }
+    stack_make(&s, 100001); /* two Python frames: 100001 % 9 */
+    ck_assert_int_gt(s.py_depth, 0);
+    int32_t line = stack_intern(&s);
+    ck_assert_int_ge(line, (int32_t)ROUNDTRIM_SITES_MAIN);
+    ck_assert_int_eq(roundtrim_site_at((uint32_t)line)->kind, RT_SITE_LINE);
+    s.frames[0]++; /* another native path to the same line */
+    s.py[1].line++;
+    ck_assert_int_eq(stack_intern(&s), line);
+    s.py[0].line++; /* another line */
+    ck_assert_int_ne(stack_intern(&s), line);
+}
+END_TEST
+
 START_TEST(code_names_are_noted_once)
 {
     setup();
@@ -175,6 +213,8 @@ int main(void)
     tcase_add_test(tc, stacks_that_differ_anywhere_have_their_own_sites);
     tcase_add_test(tc, byte_counts_add_up);
     tcase_add_test(tc, full_table_finds_every_site_and_refuses_a_new_one);
+    tcase_add_test(tc, the_programs_start_is_one_site_without_frames);
+    tcase_add_test(tc, stacks_past_a_full_table_share_their_lines_site);
     tcase_add_test(tc, code_names_are_noted_once);
     tcase_add_test(tc, a_code_object_at_a_freed_ones_address_has_its_own_names);
     tcase_add_test(tc, unreadable_code_names_are_not_found);

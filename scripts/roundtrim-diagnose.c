@@ -1,0 +1,156 @@
+/* roundtrim-diagnose: the library's own diagnosis (policy/diagnosis.c) over round figures given
+ * on standard input, for `roundtrim report` to give a verdict to a process that wrote none (one
+ * ended by a signal before its first diagnosis record): the same code, not a second one.
+ *
+ * Input, one line each, fields separated by spaces:
+ *   context CLEANUP_EVERY CUDA_EMPTY_CACHE SITES SITES_SKIPPED PYTHON ALLOCATOR WINDOW
+ *   sample ROUND RSS KNOWN_MASK P0 .. P7 HEAP_UNCOUNTED GC_RAN PROGRAM_GC GC_COLLECTED
+ *          GC_FREED GC_SKIPPED TRIM_RAN TRIM_RELEASED TRIM_SKIPPED DEVICE_RELEASED
+ * (P0..P7: the memory parts in policy/round_record.h's order; KNOWN_MASK: bit p set when part p
+ * was measured; a reason that is absent is "-"; flags are 0 or 1). Samples oldest first; the
+ * latest 64 are used. Output: one JSON object with the diagnosis's fields. Exit status 2 on
+ * input it cannot read (the line is named). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/diagnosis.h"
+
+#define MAX_SAMPLES 64
+#define FIELD_MAX   24 /* a reason's length; longer ones are not the library's */
+
+/* Reasons are kept per sample: the diagnosis compares them by content. */
+struct reasons {
+    char gc[FIELD_MAX], trim[FIELD_MAX];
+};
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_flag(const char *s, bool *out)
+{
+    uint64_t v;
+    if (!parse_u64(s, &v) || v > 1)
+        return false;
+    *out = v == 1;
+    return true;
+}
+
+/* A reason: "-" for none, else a short name copied into buf. */
+static bool parse_reason(const char *s, char *buf, const char **out)
+{
+    if (!s || strlen(s) >= FIELD_MAX)
+        return false;
+    if (strcmp(s, "-") == 0) {
+        *out = NULL;
+        return true;
+    }
+    strcpy(buf, s);
+    *out = buf;
+    return true;
+}
+
+static int split(char *line, char **f, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(line, " \t\n"); tok && n < max; tok = strtok(NULL, " \t\n"))
+        f[n++] = tok;
+    return n;
+}
+
+static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx, char *sites_skipped,
+                          char *allocator)
+{
+    uint64_t window;
+    return n == 8 && parse_u64(f[1], &ctx->cleanup_every) &&
+           parse_flag(f[2], &ctx->cuda_empty_cache) && parse_flag(f[3], &ctx->sites) &&
+           parse_reason(f[4], sites_skipped, &ctx->sites_skipped) &&
+           parse_flag(f[5], &ctx->python) && parse_reason(f[6], allocator, &ctx->allocator) &&
+           parse_u64(f[7], &window) && (ctx->window = window, true);
+}
+
+static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struct reasons *r)
+{
+    enum { FIELDS = 4 + RT_PART_COUNT + 10 };
+    uint64_t mask;
+    if (n != FIELDS || !parse_u64(f[1], &s->round) || !parse_u64(f[2], &s->rss) ||
+        !parse_u64(f[3], &mask))
+        return false;
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        s->known[p] = (mask >> p) & 1;
+        if (!parse_u64(f[4 + p], &s->part[p]))
+            return false;
+    }
+    char **g = f + 5 + RT_PART_COUNT;
+    if (!parse_u64(f[4 + RT_PART_COUNT], &s->heap_uncounted))
+        return false;
+    return parse_flag(g[0], &s->gc_ran) && parse_flag(g[1], &s->program_gc) &&
+           parse_u64(g[2], &s->gc_collected) && parse_u64(g[3], &s->gc_freed) &&
+           parse_reason(g[4], r->gc, &s->gc_skipped) && parse_flag(g[5], &s->trim_ran) &&
+           parse_u64(g[6], &s->trim_released) && parse_reason(g[7], r->trim, &s->trim_skipped) &&
+           parse_u64(g[8], &s->device_released);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        fputs("usage: roundtrim-diagnose < FIGURES (see the source's head for the format)\n",
+              argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+        return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    static struct roundtrim_diag_sample ring[MAX_SAMPLES];
+    static struct reasons reasons[MAX_SAMPLES];
+    struct roundtrim_diag_context ctx = {0};
+    char sites_skipped[FIELD_MAX], allocator[FIELD_MAX];
+    size_t count = 0;
+    char line[1024];
+    unsigned long lineno = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        lineno++;
+        char *f[32];
+        int n = split(line, f, 32);
+        bool ok;
+        if (n == 0)
+            continue;
+        if (strcmp(f[0], "context") == 0) {
+            ok = parse_context(f, n, &ctx, sites_skipped, allocator);
+        } else if (strcmp(f[0], "sample") == 0) {
+            size_t at = count % MAX_SAMPLES;
+            memset(&ring[at], 0, sizeof ring[at]);
+            ok = parse_sample(f, n, &ring[at], &reasons[at]);
+            count++;
+        } else {
+            ok = false;
+        }
+        if (!ok) {
+            fprintf(stderr, "roundtrim-diagnose: line %lu: cannot read it\n", lineno);
+            return 2;
+        }
+    }
+    /* The newest samples, oldest first. */
+    size_t n = count < MAX_SAMPLES ? count : MAX_SAMPLES;
+    static struct roundtrim_diag_sample ordered[MAX_SAMPLES];
+    for (size_t i = 0; i < n; i++)
+        ordered[i] = ring[(count - n + i) % MAX_SAMPLES];
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(ordered, n, &ctx, &d);
+    static char out[8192];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, out, sizeof out);
+    roundtrim_diagnosis_json(&j, &d);
+    size_t len = roundtrim_json_end(&j);
+    if (!len)
+        return 2;
+    fwrite(out, 1, len, stdout);
+    return 0;
+}
