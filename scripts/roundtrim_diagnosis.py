@@ -135,12 +135,12 @@ def sample_line(rec):
     cleanup = rec.get("cleanup") if isinstance(rec.get("cleanup"), list) else []
     num = [rec.get(k) if _whole(rec.get(k)) else 0
            for k in ("gc_collected", "gc_freed_bytes", "trim_released_bytes",
-                     "torch_released_bytes", "cuda_pool_trim_bytes")]
+                     "torch_released_bytes", "cupy_released_bytes", "cuda_pool_trim_bytes")]
     uncounted = memory.get("heap_uncounted", 0)
     fields = ["sample", rnd, memory["rss"], mask, *values, uncounted if _whole(uncounted) else 0,
               int("gc" in cleanup), int(rec.get("gc_skipped") == "program_gc"), num[0], num[1],
               _reason(rec.get("gc_skipped")), int("trim" in cleanup or "purge" in cleanup),
-              num[2], _reason(rec.get("trim_skipped")), num[3] + num[4]]
+              num[2], _reason(rec.get("trim_skipped")), num[3] + num[4] + num[5]]
     return " ".join(str(f) for f in fields)
 
 
