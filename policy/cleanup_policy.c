@@ -76,6 +76,12 @@ static const char *decide_trim(struct roundtrim_policy_state *st,
         return "no_yield";
     if (in->heap_free < threshold)
         return "little_to_gain";
+    if (in->trim_pauses && set->pause_us > 0 && st->trim_rate == 0 && in->trim_holds_possible) {
+        /* No rate known yet: the first trim could hold an arena for seconds on a slow machine
+         * with a large heap. In holds, it measures the rate as it goes. */
+        plan->trim_in_holds = true;
+        return NULL;
+    }
     if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
         /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
         uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
@@ -184,8 +190,23 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
     plan->run[RT_CLEAN_TRIM] = why == NULL;
 }
 
+static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,
+                  uint64_t took_us, uint64_t measure_before, bool rate);
+
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before)
+{
+    learn(st, a, gave_back, took_us, measure_before, true);
+}
+
+void roundtrim_policy_learn_trim_in_holds(struct roundtrim_policy_state *st, bool gave_back,
+                                          uint64_t took_us, uint64_t measure_before)
+{
+    learn(st, RT_CLEAN_TRIM, gave_back, took_us, measure_before, false);
+}
+
+static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,
+                  uint64_t took_us, uint64_t measure_before, bool rate)
 {
     struct roundtrim_action_history *h = &st->act[a];
     h->runs++;
@@ -193,7 +214,7 @@ void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_cl
     h->cost_us = h->cost_us ? (h->cost_us * 3 + took_us) / 4 : took_us;
     if (h->cost_us == 0)
         h->cost_us = 1; /* it ran: known, and cheap */
-    if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
+    if (a == RT_CLEAN_TRIM && rate && measure_before >= MIB) {
         /* The trim's time grows with the freed heap it walks and returns: a running mean of
          * this process's own rate predicts the next one's pause. */
         uint64_t rate = took_us / (measure_before / MIB);

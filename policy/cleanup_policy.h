@@ -102,6 +102,11 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before);
 
+/* The same for a trim done in holds: its rate was learnt hold by hold (its whole time includes
+ * the gaps between them). */
+void roundtrim_policy_learn_trim_in_holds(struct roundtrim_policy_state *st, bool gave_back,
+                                          uint64_t took_us, uint64_t measure_before);
+
 /* A trim in holds: how long the next hold of an arena's lock may last, after one that lasted
  * took_us against a budget of budget_us (0: the first hold). A hold slower than its budget makes
  * the next shorter (half); one a thread of the program waited for keeps it at half the limit,

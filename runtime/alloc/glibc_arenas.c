@@ -110,34 +110,53 @@ static int find_writable_segment(struct dl_phdr_info *info, size_t size, void *d
     return 1;
 }
 
+/* An arena other than the main one lives in its first heap, whose header begins with the
+ * arena's address. */
+static bool heap_arena_ok(const struct roundtrim_arena_walk *w, uintptr_t a)
+{
+    uintptr_t heap = a & ~(NON_MAIN_HEAP - 1);
+    return in_ranges(w, heap, sizeof(uintptr_t)) && in_ranges(w, a, OFF_NEXT + 8) &&
+           word(heap) == a;
+}
+
+/* From a, the ring of arenas comes back to a, every other one in a heap of its own. */
+static bool ring_ok(const struct roundtrim_arena_walk *w, uintptr_t a)
+{
+    uintptr_t at = word(a + OFF_NEXT);
+    for (unsigned n = 0; n < ROUNDTRIM_ARENAS_MAX; n++) {
+        if (at == a)
+            return true;
+        if ((at & 15) != 0 || !heap_arena_ok(w, at))
+            return false;
+        at = word(at + OFF_NEXT);
+    }
+    return false;
+}
+
 /* glibc's main arena is a static in libc's data: the one place there that looks like an arena
- * whose bins all point at themselves or into the main heap. */
+ * (its bins all point at themselves or into the heaps) whose ring of arenas comes back to it. */
 static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, const void *libc_function)
 {
     static uintptr_t found;
-    if (found)
+    unsigned empty;
+    if (found && arena_ok(w, found, true, false, &empty) && ring_ok(w, found))
         return found;
     uintptr_t seg[3] = {(uintptr_t)libc_function, 0, 0};
     dl_iterate_phdr(find_writable_segment, seg);
     if (!seg[1])
         return 0;
     uintptr_t best = 0;
-    unsigned best_empty = 0, matches = 0;
+    unsigned matches = 0;
     for (uintptr_t a = (seg[1] + 15) & ~(uintptr_t)15; a + OFF_NEXT + 8 <= seg[2]; a += 16) {
-        unsigned empty;
-        /* The bins of an unused arena are all empty: one at least must be, as must its ring. */
+        /* The bins of an unused arena are all empty: one at least must be. */
         if (word(a + OFF_BINS) == 0 || !arena_ok(w, a, true, false, &empty) || empty == 0 ||
-            word(a + OFF_NEXT) == 0 || (word(a + OFF_NEXT) & 15) != 0)
+            !ring_ok(w, a))
             continue;
         matches++;
-        if (empty > best_empty) {
-            best = a;
-            best_empty = empty;
-        }
+        best = a;
     }
-    if (matches == 1)
-        found = best;
-    return matches == 1 ? best : 0;
+    found = matches == 1 ? best : 0;
+    return found;
 }
 
 /* The heaps: the main one ([heap]) and the other arenas' (64 MiB aligned reservations). A line
@@ -210,9 +229,7 @@ bool roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_wal
         w->bin[w->count] = 1;
         w->arena[w->count++] = a;
         a = word(a + OFF_NEXT);
-        /* Another arena lives just after its first heap's header, inside that heap. */
-        if (a != main_arena &&
-            (!in_ranges(w, a, OFF_NEXT + 8) || word(a & ~(NON_MAIN_HEAP - 1)) != a))
+        if (a != main_arena && !heap_arena_ok(w, a))
             return false;
     } while (a != main_arena);
     return true;

@@ -209,13 +209,16 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
                      const struct roundtrim_policy_plan *plan)
 {
     uint64_t released = 0;
+    bool held = false; /* done in holds */
     r->trim_retry = plan->trim_retry;
     if (set->adaptive && !in->pressure && roundtrim_program_trim_count() != program_trims_seen &&
         roundtrim_allocator_kind() == RT_ALLOC_GLIBC) {
         r->trim_skipped = "program_trim"; /* the program trimmed since: nothing left to return */
     } else if (!plan->run[RT_CLEAN_TRIM] ||
-               (plan->trim_in_holds && !trim_in_holds(r, set, &released))) {
-        /* Left out, or a trim in holds that could not walk the arenas: the limit holds it. */
+               (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
+                plan->predicted_pause_us > 0)) {
+        /* Left out, or predicted over the limit where the arenas could not be walked: the limit
+         * holds it back. (A first trim, with no rate to predict by, runs whole.) */
         r->trim_skipped =
             plan->skipped[RT_CLEAN_TRIM] ? plan->skipped[RT_CLEAN_TRIM] : "pause_limit";
         r->trim_pause_predicted_us = plan->predicted_pause_us;
@@ -223,7 +226,7 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
             r->trim_held_back_rounds = policy.pause_held ? policy.pause_held : 1;
     } else {
         unsigned done = RT_ACT_TRIM;
-        if (!plan->trim_in_holds) {
+        if (!held) {
             uint64_t rss = roundtrim_rss_bytes();
             done = roundtrim_allocator_release(&r->trim_us);
             released = below(rss, roundtrim_rss_bytes());
@@ -238,11 +241,12 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
             steps.freed_base = net_freed_now();
             steps.based = true;
         }
-        /* A trim in holds taught the rate hold by hold; its whole time includes the gaps. */
-        if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
-            roundtrim_policy_learn(&policy, RT_CLEAN_TRIM,
-                                   r->trim_released_bytes >= GAVE_BACK_BYTES, r->trim_us,
-                                   in->heap_free_known && !plan->trim_in_holds ? in->heap_free : 0);
+        uint64_t measure = in->heap_free_known ? in->heap_free : 0;
+        bool gave = r->trim_released_bytes >= GAVE_BACK_BYTES;
+        if (held)
+            roundtrim_policy_learn_trim_in_holds(&policy, gave, r->trim_us, measure);
+        else if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
+            roundtrim_policy_learn(&policy, RT_CLEAN_TRIM, gave, r->trim_us, measure);
     }
     program_trims_seen = roundtrim_program_trim_count(); /* ours included */
 }

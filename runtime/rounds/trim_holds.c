@@ -11,12 +11,16 @@
 #define HOLDS_MAX 100000
 /* After a hold a thread waited for: the time it gets to take the lock before the next. */
 #define GAP_AFTER_WAIT_US 1000
+#define BEFORE_HOLD_US    50
 
-static bool walk_failed;
+/* Walks that found the arenas unlike the layout known here, in a row: after a few, none is
+ * tried again (a single one may have read a list while the program changed it). */
+#define FAILURES_TO_GIVE_UP 3
+static unsigned walk_failures;
 
 bool roundtrim_trim_holds_possible(void)
 {
-    return !walk_failed && roundtrim_allocator_kind() == RT_ALLOC_GLIBC &&
+    return walk_failures < FAILURES_TO_GIVE_UP && roundtrim_allocator_kind() == RT_ALLOC_GLIBC &&
            roundtrim_allocator_counts_skipped() == NULL;
 }
 
@@ -30,15 +34,19 @@ bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
     memset(out, 0, sizeof *out);
     if (!roundtrim_trim_holds_possible() ||
         !roundtrim_arenas_find(roundtrim_allocator_glibc_code(), &walk)) {
-        walk_failed = true;
+        walk_failures++;
         return false;
     }
+    walk_failures = 0;
     uint64_t t0 = roundtrim_now_us();
     uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false);
     for (unsigned i = 0; i < walk.count; i++) {
         while (!walk.done[i] && out->holds < HOLDS_MAX) {
             struct roundtrim_arena_hold h;
             uint64_t rss = roundtrim_rss_bytes();
+            /* A thread that just woke is less likely to lose its CPU while it holds the lock
+             * (measured: the longest holds of a loaded machine about halved). */
+            roundtrim_sleep_us(BEFORE_HOLD_US);
             bool ok = roundtrim_arenas_hold(&walk, i, budget, &h);
             uint64_t now = roundtrim_rss_bytes();
             out->holds++;

@@ -17,7 +17,8 @@ struct roundtrim_holds_done {
 bool roundtrim_trim_holds_possible(void);
 
 /* Trims the heap in holds; each teaches the policy's rate. False when the arenas could not be
- * walked: nothing was done, and no trim in holds is tried again in this process. */
+ * found as expected: nothing was done (after a few such in a row, no trim in holds is tried
+ * again in this process). */
 bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
                              const struct roundtrim_policy_settings *set,
                              struct roundtrim_holds_done *out);

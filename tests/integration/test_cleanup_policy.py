@@ -52,15 +52,15 @@ def test_a_trim_that_returns_nothing_backs_off_and_tries_again_later(run_shim):
 def test_a_trim_over_the_pause_limit_is_done_in_holds_and_returns_what_a_whole_trim_does(
         run_shim):
     # 46 MiB freed a round in one arena: a whole trim holds it 2 ms at 0.05 ms per MiB, 9 ms at
-    # 0.19, 74 ms at 1.6. A 1 ms limit is under that on any machine: every trim after the first
-    # (which teaches the process its rate) is predicted over it, and is done in holds.
+    # 0.19, 74 ms at 1.6. A 1 ms limit is under that on any machine: the first trim (no rate
+    # known yet) and every later one, predicted over the limit, are done in holds.
     whole = native(run_shim, "frag", n=6, pause_ms=300, ROUNDTRIM_TRIM_PAUSE_MS="0")
     recs = native(run_shim, "frag", n=6, pause_ms=300, ROUNDTRIM_TRIM_PAUSE_MS="1")
     assert all(r["cleanup"] == ["trim"] and "trim_holds" not in r for r in whole)
-    assert recs[0]["cleanup"] == ["trim"] and "trim_holds" not in recs[0]
-    for r in recs[1:]:
+    assert "trim_pause_predicted_us" not in recs[0]
+    for r in recs:
         assert r["cleanup"] == ["trim"] and "trim_skipped" not in r, r
-        assert r["trim_pause_predicted_us"] > 1000, r
+        assert r["round"] == 1 or r["trim_pause_predicted_us"] > 1000, r
         # Holds of half a millisecond or so: several for the arena's 2 ms or more.
         assert r["trim_holds"] >= 2, r
         assert 0 <= r["trim_holds_waited"] <= r["trim_holds"]
