@@ -24,8 +24,9 @@
 #define CHUNK_BK      24
 #define CHUNK_HEADER  48
 #define SIZE_FLAGS    7u
-#define CHUNKS_MAX    (1u << 24) /* a list longer than this is no list */
-#define CHECK_EVERY   4          /* chunks between two looks at the clock */
+#define CHUNKS_MAX    (1u << 24)   /* a list longer than this is no list */
+#define CHECK_EVERY   4            /* chunks between two looks at the clock */
+#define PIECE         (256u << 10) /* the most one madvise gives back between two looks */
 #define NON_MAIN_HEAP ROUNDTRIM_GLIBC_HEAP_MAX
 
 static uintptr_t page; /* set before any lock is taken */
@@ -255,13 +256,12 @@ static bool unlock_arena(int *m)
 }
 
 /* The whole pages inside a free chunk past its links, as malloc_trim gives them back. */
-static uint64_t advise_chunk(uintptr_t c, uintptr_t size)
+static void chunk_pages(uintptr_t c, uintptr_t size, uintptr_t *lo, uintptr_t *hi)
 {
-    uintptr_t lo = (c + CHUNK_HEADER + page - 1) & ~(page - 1), hi = (c + size) & ~(page - 1);
-    if (hi <= lo)
-        return 0;
-    madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    return hi - lo;
+    *lo = (c + CHUNK_HEADER + page - 1) & ~(page - 1);
+    *hi = (c + size) & ~(page - 1);
+    if (*hi < *lo)
+        *hi = *lo;
 }
 
 bool roundtrim_arenas_hold(struct roundtrim_arena_walk *w, unsigned i, uint64_t budget_us,
@@ -278,7 +278,7 @@ bool roundtrim_arenas_hold(struct roundtrim_arena_walk *w, unsigned i, uint64_t 
         ok = false;
         goto out;
     }
-    for (; w->bin[i] < NBINS; w->bin[i]++, w->skip[i] = 0) {
+    for (; w->bin[i] < NBINS; w->bin[i]++, w->skip[i] = w->offset[i] = 0) {
         uintptr_t b = bin_at(arena, w->bin[i]), c = word(b + CHUNK_FD);
         for (uint64_t n = 0; c != b; n++) {
             if (n >= CHUNKS_MAX || !chunk_ok(w, arena, main_arena, true, c)) {
@@ -293,15 +293,30 @@ bool roundtrim_arenas_hold(struct roundtrim_arena_walk *w, unsigned i, uint64_t 
                 goto out;
             }
             /* Chunks an earlier hold did are passed over (the list may have moved: a few are
-             * done twice or missed, and the next trim finds them). */
-            if (n >= w->skip[i])
-                out->advised += advise_chunk(c, size);
-            c = next;
-            if (++walked % CHECK_EVERY == 0 && n >= w->skip[i] &&
-                roundtrim_now_us() - t0 >= budget_us) {
-                w->skip[i] = n + 1;
-                goto out;
+             * done twice or missed, and the next trim finds them). A large chunk goes back in
+             * pieces, the clock read after each: a hold ends inside it where its time is up. */
+            if (n >= w->skip[i]) {
+                uintptr_t lo, hi;
+                chunk_pages(c, size, &lo, &hi);
+                uintptr_t at = lo + (n == w->skip[i] ? w->offset[i] : 0);
+                while (at < hi) {
+                    uintptr_t len = hi - at < PIECE ? hi - at : PIECE;
+                    madvise((void *)at, len, MADV_DONTNEED);
+                    out->advised += len;
+                    at += len;
+                    if (roundtrim_now_us() - t0 >= budget_us) {
+                        w->skip[i] = at < hi ? n : n + 1;
+                        w->offset[i] = at < hi ? at - lo : 0;
+                        goto out;
+                    }
+                }
+                if (++walked % CHECK_EVERY == 0 && roundtrim_now_us() - t0 >= budget_us) {
+                    w->skip[i] = n + 1;
+                    w->offset[i] = 0;
+                    goto out;
+                }
             }
+            c = next;
         }
     }
     out->arena_done = true;

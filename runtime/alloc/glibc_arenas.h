@@ -20,9 +20,11 @@
 struct roundtrim_arena_walk {
     unsigned count;
     uintptr_t arena[ROUNDTRIM_ARENAS_MAX];
-    /* where the next hold of each arena starts: its bin, and the chunks of it already done */
+    /* where the next hold of each arena starts: its bin, the chunks of it already done, and
+     * the bytes done of the next one */
     unsigned bin[ROUNDTRIM_ARENAS_MAX];
     uint64_t skip[ROUNDTRIM_ARENAS_MAX];
+    uintptr_t offset[ROUNDTRIM_ARENAS_MAX];
     bool done[ROUNDTRIM_ARENAS_MAX];
     /* the heaps' address ranges, for checking every pointer before it is followed */
     unsigned ranges;

@@ -131,12 +131,23 @@ static uint64_t now_us(void)
     return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
+static uint64_t thread_cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static uint64_t cleanup_cpu_us; /* the CPU time of the program's own cleanup (trim mode) */
+
 /* Returns how long the program's own cleanup took (trim mode), in microseconds. */
 static uint64_t end_round(const struct options *o)
 {
     uint64_t t0 = now_us();
     if (strcmp(o->mode, "trim") == 0) {
+        uint64_t cpu0 = thread_cpu_us();
         malloc_trim(0);
+        cleanup_cpu_us = thread_cpu_us() - cpu0;
         return now_us() - t0;
     } else if (strcmp(o->mode, "call") == 0) {
         void (*round_end)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "roundtrim_round_end");
@@ -216,8 +227,8 @@ int main(int argc, char **argv)
         /* The wait for the server's next model; roundtrim's worker cleans up meanwhile. */
         struct timespec pause = {o.pause_ms / 1000, (long)(o.pause_ms % 1000) * 1000000L};
         nanosleep(&pause, NULL);
-        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu", r, rss_bytes(),
-               (unsigned long long)cleanup_us);
+        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu,\"cleanup_cpu_us\":%llu", r,
+               rss_bytes(), (unsigned long long)cleanup_us, (unsigned long long)cleanup_cpu_us);
         if (o.probe_ms > 0)
             printf(",\"wait_max_us\":%llu",
                    (unsigned long long)__atomic_exchange_n(&probe_max_us, 0, __ATOMIC_RELAXED));
