@@ -186,6 +186,11 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
     return heap_freed;
 }
 
+static bool process_ending(void)
+{
+    return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
+}
+
 /* A trim over the pause limit, in holds of the arenas' locks each under it. False when the
  * arenas could not be walked: nothing was done. */
 static bool trim_in_holds(struct roundtrim_round_record *r,
@@ -193,7 +198,7 @@ static bool trim_in_holds(struct roundtrim_round_record *r,
 {
     uint64_t rss = roundtrim_rss_bytes();
     struct roundtrim_holds_done d;
-    if (!roundtrim_trim_in_holds(&policy, set, &d))
+    if (!roundtrim_trim_in_holds(&policy, set, process_ending, &d))
         return false;
     *released = below(rss, roundtrim_rss_bytes());
     r->trim_us += d.us;
@@ -359,7 +364,7 @@ static void trim_step_maybe(void)
         struct roundtrim_policy_settings set;
         struct roundtrim_holds_done d;
         policy_settings(&set);
-        if (!roundtrim_trim_in_holds(&policy, &set, &d))
+        if (!roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
             return;
         us = d.us;
         steps.holds += d.holds;
@@ -389,11 +394,6 @@ static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
     r->cleanup_skipped = "exiting";
     if (gc_due_at_exit())
         r->gc_skipped = "exiting";
-}
-
-static bool process_ending(void)
-{
-    return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
 }
 
 /* Counters come from the boundary's own snapshot; the rest is read now. */

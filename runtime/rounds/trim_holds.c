@@ -28,7 +28,7 @@ bool roundtrim_trim_holds_possible(void)
 static struct roundtrim_arena_walk walk;
 
 bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                             const struct roundtrim_policy_settings *set,
+                             const struct roundtrim_policy_settings *set, bool (*stop)(void),
                              struct roundtrim_holds_done *out)
 {
     memset(out, 0, sizeof *out);
@@ -41,7 +41,7 @@ bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
     uint64_t t0 = roundtrim_now_us();
     uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false);
     for (unsigned i = 0; i < walk.count; i++) {
-        while (!walk.done[i] && out->holds < HOLDS_MAX) {
+        while (!walk.done[i] && out->holds < HOLDS_MAX && !stop()) {
             struct roundtrim_arena_hold h;
             uint64_t rss = roundtrim_rss_bytes();
             /* A thread that just woke is less likely to lose its CPU while it holds the lock

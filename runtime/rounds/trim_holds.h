@@ -16,11 +16,11 @@ struct roundtrim_holds_done {
 /* Whether a trim in holds can be tried here (glibc's layout known, not found wrong before). */
 bool roundtrim_trim_holds_possible(void);
 
-/* Trims the heap in holds; each teaches the policy's rate. False when the arenas could not be
- * found as expected: nothing was done (after a few such in a row, no trim in holds is tried
- * again in this process). */
+/* Trims the heap in holds; each teaches the policy's rate. Stops early once stop() says so
+ * (the process is ending). False when the arenas could not be found as expected: nothing was
+ * done (after a few such in a row, no trim in holds is tried again in this process). */
 bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                             const struct roundtrim_policy_settings *set,
+                             const struct roundtrim_policy_settings *set, bool (*stop)(void),
                              struct roundtrim_holds_done *out);
 
 #endif
