@@ -44,10 +44,19 @@ static uintptr_t bin_at(uintptr_t arena, unsigned i)
 
 static bool in_ranges(const struct roundtrim_arena_walk *w, uintptr_t p, uintptr_t len)
 {
-    for (unsigned i = 0; i < w->ranges; i++)
-        if (p >= w->lo[i] && p + len <= w->hi[i] && p + len >= p)
-            return true;
-    return false;
+    /* The last range that starts at or below p (the maps list them in address order). */
+    unsigned lo = 0, hi = w->ranges;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (w->lo[mid] <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return false;
+    unsigned i = lo - 1;
+    return p + len >= p && p + len <= w->hi[i];
 }
 
 /* A chunk pointer that may be followed: aligned, inside a heap, and for an arena other than the

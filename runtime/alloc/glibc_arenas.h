@@ -14,8 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ROUNDTRIM_ARENAS_MAX   64
-#define ROUNDTRIM_ARENA_RANGES 256
+/* glibc's default cap is 8 arenas a core */
+#define ROUNDTRIM_ARENAS_MAX   1024
+#define ROUNDTRIM_ARENA_RANGES 2048
 
 struct roundtrim_arena_walk {
     unsigned count;
@@ -26,7 +27,7 @@ struct roundtrim_arena_walk {
     uint64_t skip[ROUNDTRIM_ARENAS_MAX];
     uintptr_t offset[ROUNDTRIM_ARENAS_MAX];
     bool done[ROUNDTRIM_ARENAS_MAX];
-    /* the heaps' address ranges, for checking every pointer before it is followed */
+    /* the heaps' address ranges, ascending, for checking every pointer before it is followed */
     unsigned ranges;
     uintptr_t lo[ROUNDTRIM_ARENA_RANGES], hi[ROUNDTRIM_ARENA_RANGES];
 };
