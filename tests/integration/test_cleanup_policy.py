@@ -73,6 +73,20 @@ def test_a_trim_over_the_pause_limit_is_done_in_holds_and_returns_what_a_whole_t
     assert after <= statistics.median(r["rss_after"] for r in whole[1:]) + 2 * MiB
 
 
+def test_a_program_that_allocates_while_it_is_trimmed_gets_the_lock_between_holds(run_shim):
+    # After each round the program keeps allocating and freeing 2-8 KiB blocks in the arena
+    # being trimmed (past the per-thread cache: every call takes the arena's lock). The trim,
+    # in holds under a 1 ms limit, sees it wait for the lock and lets it through between holds;
+    # the program goes on, and the trim still gives the freed heap back.
+    recs = native(run_shim, "busy", n=6, pause_ms=300, ROUNDTRIM_TRIM_PAUSE_MS="1",
+                  ROUNDTRIM_CLEANUP_BUDGET="0")
+    assert len(recs) == 6
+    for r in recs:
+        assert r["cleanup"] == ["trim"] and r["trim_holds"] >= 2, r
+        assert r["rss_after"] < r["rss_before"] - 30 * MiB, r
+    assert sum(r["trim_holds_waited"] for r in recs) >= 3, [r["trim_holds_waited"] for r in recs]
+
+
 def test_a_trim_in_holds_keeps_a_threaded_program_as_low_as_its_own_malloc_trim(run_shim):
     # Four threads, small blocks in several arenas, a limit far under any machine's hold.
     args = [prog("fl_workload"), "--rounds", "6", "--threads", "4", "--model-mib", "96",
