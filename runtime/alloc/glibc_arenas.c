@@ -12,6 +12,7 @@
 #include "policy/procfs.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/maps_lines.h"
+#include "runtime/core/safe_file.h"
 
 /* struct malloc_state on 64-bit glibc 2.27 and later: the lock (an int, glibc's low-level lock),
  * flags, have_fastchunks, ten fastbins, top, last_remainder, then the bins as (fd, bk) pairs,
@@ -120,23 +121,30 @@ static int find_writable_segment(struct dl_phdr_info *info, size_t size, void *d
     return 1;
 }
 
+/* A word read through /proc/self/mem, which answers an error where a direct read would fault:
+ * before an address is known to be an arena, the heap it points into may be gone. */
+static bool safe_word(int mem_fd, uintptr_t at, uintptr_t *out)
+{
+    return mem_fd >= 0 && pread(mem_fd, out, sizeof *out, (off_t)at) == (ssize_t)sizeof *out;
+}
+
 /* An arena other than the main one lives in its first heap, whose header begins with the
  * arena's address. */
-static bool heap_arena_ok(const struct roundtrim_arena_walk *w, uintptr_t a)
+static bool heap_arena_ok(const struct roundtrim_arena_walk *w, int mem_fd, uintptr_t a)
 {
-    uintptr_t heap = a & ~(NON_MAIN_HEAP - 1);
+    uintptr_t heap = a & ~(NON_MAIN_HEAP - 1), first;
     return in_ranges(w, heap, sizeof(uintptr_t)) && in_ranges(w, a, OFF_NEXT + 8) &&
-           word(heap) == a;
+           safe_word(mem_fd, heap, &first) && first == a;
 }
 
 /* From a, the ring of arenas comes back to a, every other one in a heap of its own. */
-static bool ring_ok(const struct roundtrim_arena_walk *w, uintptr_t a)
+static bool ring_ok(const struct roundtrim_arena_walk *w, int mem_fd, uintptr_t a)
 {
     uintptr_t at = word(a + OFF_NEXT);
     for (unsigned n = 0; n < ROUNDTRIM_ARENAS_MAX; n++) {
         if (at == a)
             return true;
-        if ((at & 15) != 0 || !heap_arena_ok(w, at))
+        if ((at & 15) != 0 || !heap_arena_ok(w, mem_fd, at))
             return false;
         at = word(at + OFF_NEXT);
     }
@@ -145,11 +153,12 @@ static bool ring_ok(const struct roundtrim_arena_walk *w, uintptr_t a)
 
 /* glibc's main arena is a static in libc's data: the one place there that looks like an arena
  * (its bins all point at themselves or into the heaps) whose ring of arenas comes back to it. */
-static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, const void *libc_function)
+static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, int mem_fd,
+                                 const void *libc_function)
 {
     static uintptr_t found;
     unsigned empty;
-    if (found && arena_ok(w, found, true, false, &empty) && ring_ok(w, found))
+    if (found && arena_ok(w, found, true, false, &empty) && ring_ok(w, mem_fd, found))
         return found;
     uintptr_t seg[3] = {(uintptr_t)libc_function, 0, 0};
     dl_iterate_phdr(find_writable_segment, seg);
@@ -160,7 +169,7 @@ static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, const voi
     for (uintptr_t a = (seg[1] + 15) & ~(uintptr_t)15; a + OFF_NEXT + 8 <= seg[2]; a += 16) {
         /* The bins of an unused arena are all empty: one at least must be. */
         if (word(a + OFF_BINS) == 0 || !arena_ok(w, a, true, false, &empty) || empty == 0 ||
-            !ring_ok(w, a))
+            !ring_ok(w, mem_fd, a))
             continue;
         matches++;
         best = a;
@@ -219,6 +228,23 @@ static bool layout_known(void)
     return major == 2 && minor >= 27;
 }
 
+/* The ring from the main arena, every arena checked. */
+static bool arenas_ring(struct roundtrim_arena_walk *w, int mem_fd, uintptr_t main_arena)
+{
+    uintptr_t a = main_arena;
+    do {
+        unsigned empty;
+        if (w->count == ROUNDTRIM_ARENAS_MAX || !arena_ok(w, a, a == main_arena, false, &empty))
+            return false;
+        w->bin[w->count] = 1;
+        w->arena[w->count++] = a;
+        a = word(a + OFF_NEXT);
+        if (a != main_arena && !heap_arena_ok(w, mem_fd, a))
+            return false;
+    } while (a != main_arena);
+    return true;
+}
+
 bool roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w)
 {
     memset(w, 0, sizeof *w);
@@ -228,21 +254,12 @@ bool roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_wal
         page = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (!read_ranges(w))
         return false;
-    uintptr_t main_arena = find_main_arena(w, libc_function);
-    if (!main_arena)
-        return false;
-    uintptr_t a = main_arena;
-    do {
-        unsigned empty;
-        if (w->count == ROUNDTRIM_ARENAS_MAX || !arena_ok(w, a, a == main_arena, false, &empty))
-            return false;
-        w->bin[w->count] = 1;
-        w->arena[w->count++] = a;
-        a = word(a + OFF_NEXT);
-        if (a != main_arena && !heap_arena_ok(w, a))
-            return false;
-    } while (a != main_arena);
-    return true;
+    int mem_fd = roundtrim_open_read("/proc/self/mem");
+    uintptr_t main_arena = find_main_arena(w, mem_fd, libc_function);
+    bool ok = main_arena && arenas_ring(w, mem_fd, main_arena);
+    if (mem_fd >= 0)
+        close(mem_fd);
+    return ok;
 }
 
 /* glibc's low-level lock: 0 free, 1 taken, 2 taken and a thread waits (in the kernel). */
