@@ -12,6 +12,9 @@
 #define PROBE_GAP_LAST  64
 /* The budget keeps at most this many rounds' worth of unspent credit. */
 #define CREDIT_ROUNDS 10
+/* The shortest hold of a trim in holds: a share of the limit, and never under this. */
+#define HOLD_MIN_US     500
+#define HOLD_MIN_SHARES 16
 
 static bool backed_off(const struct roundtrim_action_history *h)
 {
@@ -35,10 +38,36 @@ static uint64_t trim_threshold(const struct roundtrim_policy_settings *set, uint
     return share > set->trim_min_bytes ? share : set->trim_min_bytes;
 }
 
+/* A trim predicted to hold an arena past the limit: done in holds where it can be; else held
+ * back, and tried anyway after a gap of held-back cleanup rounds that doubles (4 to 64): the
+ * rate it was judged by is measured again, so no one slow reading stops it for good. */
+static const char *over_the_limit(struct roundtrim_policy_state *st,
+                                  const struct roundtrim_policy_inputs *in,
+                                  struct roundtrim_policy_plan *plan)
+{
+    if (in->trim_holds_possible) {
+        plan->trim_in_holds = true;
+        st->pause_held = 0;
+        return NULL;
+    }
+    if (st->pause_retry_gap == 0)
+        st->pause_retry_gap = PROBE_GAP_FIRST;
+    if (++st->pause_held <= st->pause_retry_gap)
+        return "pause_limit";
+    st->pause_held = 0;
+    st->pause_retry_gap =
+        st->pause_retry_gap * 2 > PROBE_GAP_LAST ? PROBE_GAP_LAST : st->pause_retry_gap * 2;
+    plan->trim_retry = true;
+    st->remeasure = true;
+    return NULL;
+}
+
 static const char *decide_trim(struct roundtrim_policy_state *st,
                                const struct roundtrim_policy_settings *set,
-                               const struct roundtrim_policy_inputs *in, uint64_t *pause)
+                               const struct roundtrim_policy_inputs *in,
+                               struct roundtrim_policy_plan *plan)
 {
+    uint64_t *pause = &plan->predicted_pause_us;
     struct roundtrim_action_history *h = &st->act[RT_CLEAN_TRIM];
     if (!in->heap_free_known)
         return NULL; /* nothing to judge by: the period decides */
@@ -47,13 +76,20 @@ static const char *decide_trim(struct roundtrim_policy_state *st,
         return "no_yield";
     if (in->heap_free < threshold)
         return "little_to_gain";
+    if (in->trim_pauses && set->pause_us > 0 && st->trim_rate == 0 && in->trim_holds_possible) {
+        /* No rate known yet: the first trim could hold an arena for seconds on a slow machine
+         * with a large heap. In holds, it measures the rate as it goes. */
+        plan->trim_in_holds = true;
+        return NULL;
+    }
     if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
         /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
         uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
         *pause = st->trim_rate * (in->heap_free / MIB) * share / 1000;
         if (*pause > set->pause_us)
-            return "pause_limit";
+            return over_the_limit(st, in, plan);
     }
+    st->pause_held = 0;
     return NULL;
 }
 
@@ -108,11 +144,11 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
         plan->skipped[a] = NULL;
     }
     plan->predicted_pause_us = 0;
+    plan->trim_in_holds = plan->trim_retry = false;
     if (!set->adaptive || in->pressure)
         return;
     plan->skipped[RT_CLEAN_GC] = decide_gc(st, in);
-    plan->skipped[RT_CLEAN_TRIM] =
-        in->trim_possible ? decide_trim(st, set, in, &plan->predicted_pause_us) : NULL;
+    plan->skipped[RT_CLEAN_TRIM] = in->trim_possible ? decide_trim(st, set, in, plan) : NULL;
     plan->skipped[RT_CLEAN_DEVICE] = decide_device(st, set, in);
     /* The budget: while the cleanups so far spent more than their share of the rounds' time,
      * what is worth running runs only if its usual cost fits in what the rounds since the last
@@ -147,15 +183,30 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
     struct roundtrim_policy_inputs after = *in;
     after.heap_free += gc_freed;
     plan->predicted_pause_us = 0;
-    why = decide_trim(st, set, &after, &plan->predicted_pause_us);
+    why = decide_trim(st, set, &after, plan);
     if (!why && set->budget_percent > 0 && st->credit_us < 0 && !afford(st, plan, RT_CLEAN_TRIM))
         why = "budget";
     plan->skipped[RT_CLEAN_TRIM] = why;
     plan->run[RT_CLEAN_TRIM] = why == NULL;
 }
 
+static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,
+                  uint64_t took_us, uint64_t measure_before, bool rate);
+
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before)
+{
+    learn(st, a, gave_back, took_us, measure_before, true);
+}
+
+void roundtrim_policy_learn_trim_in_holds(struct roundtrim_policy_state *st, bool gave_back,
+                                          uint64_t took_us, uint64_t measure_before)
+{
+    learn(st, RT_CLEAN_TRIM, gave_back, took_us, measure_before, false);
+}
+
+static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,
+                  uint64_t took_us, uint64_t measure_before, bool rate)
 {
     struct roundtrim_action_history *h = &st->act[a];
     h->runs++;
@@ -163,11 +214,12 @@ void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_cl
     h->cost_us = h->cost_us ? (h->cost_us * 3 + took_us) / 4 : took_us;
     if (h->cost_us == 0)
         h->cost_us = 1; /* it ran: known, and cheap */
-    if (a == RT_CLEAN_TRIM && measure_before >= MIB) {
+    if (a == RT_CLEAN_TRIM && rate && measure_before >= MIB) {
         /* The trim's time grows with the freed heap it walks and returns: a running mean of
          * this process's own rate predicts the next one's pause. */
         uint64_t rate = took_us / (measure_before / MIB);
-        st->trim_rate = st->trim_rate ? (st->trim_rate * 3 + rate) / 4 : rate;
+        st->trim_rate = st->trim_rate && !st->remeasure ? (st->trim_rate * 3 + rate) / 4 : rate;
+        st->remeasure = false;
         if (st->trim_rate == 0)
             st->trim_rate = 1; /* known, and fast: 0 would mean "unknown" */
     }
@@ -186,6 +238,32 @@ void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_cl
     }
     h->considered = 0;
     h->measure_at_off = measure_before;
+}
+
+uint64_t roundtrim_policy_next_hold_us(const struct roundtrim_policy_settings *set,
+                                       uint64_t budget_us, uint64_t took_us, bool waited)
+{
+    uint64_t limit = set->pause_us, half = limit / 2;
+    uint64_t floor = limit / HOLD_MIN_SHARES > HOLD_MIN_US ? limit / HOLD_MIN_SHARES : HOLD_MIN_US;
+    if (budget_us == 0)
+        return half > floor ? half : floor;
+    if (took_us > budget_us + budget_us / 4)
+        return budget_us / 2 > floor ? budget_us / 2 : floor;
+    if (waited)
+        return half < budget_us ? (half > floor ? half : floor) : budget_us;
+    uint64_t most = limit - limit / 4; /* a hold may run past its budget by a few chunks */
+    return budget_us * 2 < most ? budget_us * 2 : (most > floor ? most : floor);
+}
+
+void roundtrim_policy_learn_hold(struct roundtrim_policy_state *st, uint64_t took_us,
+                                 uint64_t released)
+{
+    if (released < MIB)
+        return; /* little given back: the walk of chunks given back before, no rate */
+    uint64_t rate = took_us / (released / MIB);
+    st->trim_rate = st->trim_rate ? (st->trim_rate * 3 + rate) / 4 : rate;
+    if (st->trim_rate == 0)
+        st->trim_rate = 1;
 }
 
 void roundtrim_policy_round_time(struct roundtrim_policy_state *st,

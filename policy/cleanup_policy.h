@@ -51,6 +51,10 @@ struct roundtrim_policy_state {
     int64_t credit_us;  /* cleanup CPU the budget still allows (may go below zero) */
     int64_t earned_us;  /* what the rounds since the last cleanup round earned */
     uint64_t trim_rate; /* trim wall time per MiB of freed heap it met, microseconds; 0 unknown */
+    /* Trims the pause limit held back in a row (where no trim in holds is possible), and the
+     * cleanup rounds after which one is tried anyway, its rate measured again. */
+    uint64_t pause_held, pause_retry_gap;
+    bool remeasure; /* the next trim's rate replaces the one it was held back by */
 };
 
 /* What the round measured before its cleanup. A measure that is not known lets its action run
@@ -62,6 +66,7 @@ struct roundtrim_policy_inputs {
     uint32_t largest_arena_permille; /* the largest arena's share of it (0: unknown, all) */
     bool trim_possible;              /* the allocator has a release (glibc, jemalloc) */
     bool trim_pauses;                /* the release holds the heap's locks while it works (glibc) */
+    bool trim_holds_possible;        /* it can be done in holds each under the limit */
     bool gc_evidence;                /* the interpreter's own collections ran since the last look */
     uint64_t gc_collected;           /* and the objects they found */
     bool device_known;
@@ -72,6 +77,8 @@ struct roundtrim_policy_plan {
     bool run[RT_CLEAN_COUNT];
     const char *skipped[RT_CLEAN_COUNT]; /* why an action does not run, or NULL */
     uint64_t predicted_pause_us;         /* the trim's, when it was predicted */
+    bool trim_in_holds;   /* predicted over the pause limit: done in holds, each under it */
+    bool trim_retry;      /* held back too long: tried anyway, its rate measured again */
     int64_t allowance_us; /* while overdrawn: what cheap actions may still spend this round */
 };
 
@@ -94,6 +101,25 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
  * the wall time teaches the trim's rate). */
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before);
+
+/* The same for a trim done in holds: its rate was learnt hold by hold (its whole time includes
+ * the gaps between them). */
+void roundtrim_policy_learn_trim_in_holds(struct roundtrim_policy_state *st, bool gave_back,
+                                          uint64_t took_us, uint64_t measure_before);
+
+/* A trim in holds: how long the next hold of an arena's lock may last, after one that lasted
+ * took_us against a budget of budget_us (0: the first hold). A hold slower than its budget makes
+ * the next shorter (half); one a thread of the program waited for keeps it at half the limit,
+ * where the program's threads get the lock between holds; a hold nobody waited for lets the next
+ * grow to three quarters of the limit (a hold may run a little past its budget), so an idle
+ * program is trimmed in full with the fewest holds. */
+uint64_t roundtrim_policy_next_hold_us(const struct roundtrim_policy_settings *set,
+                                       uint64_t budget_us, uint64_t took_us, bool waited);
+
+/* One hold of a trim in holds took took_us and gave back released bytes: the trim's rate
+ * learns from it, as from a whole trim. */
+void roundtrim_policy_learn_hold(struct roundtrim_policy_state *st, uint64_t took_us,
+                                 uint64_t released);
 
 /* A round of wall time round_us went by: the budget earns its share of it, up to ten rounds'
  * worth. */

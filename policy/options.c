@@ -38,9 +38,10 @@ const struct roundtrim_option roundtrim_options[RT_OPT_COUNT] = {
      NULL, "percent of RSS; the other half of the trim's threshold"},
     {RT_OPT_TRIM_PAUSE_MS, "ROUNDTRIM_TRIM_PAUSE_MS", NULL, RT_TYPE_UINT, 0, 600000, "100", NULL,
      NULL,
-     "milliseconds; the longest a glibc trim may hold the heap (a thread that allocates waits "
-     "for it): a trim predicted to take longer is skipped (pause_limit) unless memory pressure "
-     "calls for it; 0 no limit"},
+     "milliseconds; the longest a glibc trim may hold an arena's lock (a thread that allocates "
+     "from it waits): a trim predicted to take longer is done in holds each under it (where "
+     "glibc's arena layout is known; else held back, pause_limit, and tried again after 4 to 64 "
+     "cleanup rounds); 0 no limit"},
     {RT_OPT_CLEANUP_BUDGET, "ROUNDTRIM_CLEANUP_BUDGET", NULL, RT_TYPE_UINT, 0, 100, "20", NULL,
      NULL,
      "percent; the most CPU time cleanups may take of the rounds' time, on average: past it "

@@ -319,6 +319,15 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
         roundtrim_json_str(&j, "trim_skipped", r->trim_skipped);
     if (r->trim_pause_predicted_us)
         roundtrim_json_u64(&j, "trim_pause_predicted_us", r->trim_pause_predicted_us);
+    if (r->trim_held_back_rounds)
+        roundtrim_json_u64(&j, "trim_held_back_rounds", r->trim_held_back_rounds);
+    if (r->trim_retry)
+        roundtrim_json_bool(&j, "trim_retry", true);
+    if (r->trim_holds) {
+        roundtrim_json_u64(&j, "trim_holds", r->trim_holds);
+        roundtrim_json_u64(&j, "trim_hold_max_us", r->trim_hold_max_us);
+        roundtrim_json_u64(&j, "trim_holds_waited", r->trim_holds_waited);
+    }
     if (r->trim_steps) {
         roundtrim_json_u64(&j, "trim_steps", r->trim_steps);
         roundtrim_json_u64(&j, "trim_steps_released_bytes", r->trim_steps_released_bytes);

@@ -103,6 +103,13 @@ struct roundtrim_round_record {
     /* Trims taken in steps during the round (the pause limit): how many, what they returned,
      * their time; their CPU is in cleanup_cpu_us. */
     uint64_t trim_steps, trim_steps_released_bytes, trim_steps_us;
+    /* A trim done in holds of the arenas' locks, each under the pause limit (the round end's and
+     * the steps'): how many, the longest, and how many a thread of the program waited for. */
+    uint64_t trim_holds, trim_hold_max_us, trim_holds_waited;
+    /* Cleanup rounds in a row whose trim the pause limit held back (where no trim in holds was
+     * possible), this one included: the diagnosis may say cleanup is held back. */
+    uint64_t trim_held_back_rounds;
+    bool trim_retry;             /* held back too long: ran anyway, to measure its rate again */
     const char *cleanup_skipped; /* why a due cleanup did not run at all ("exiting"), or NULL */
     bool gc_ran;
     uint64_t gc_collected, gc_us;

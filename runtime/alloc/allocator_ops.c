@@ -245,6 +245,11 @@ unsigned roundtrim_allocator_release(uint64_t *us)
     return action;
 }
 
+const void *roundtrim_allocator_glibc_code(void)
+{
+    return kind == RT_ALLOC_GLIBC ? (const void *)glibc_malloc_trim : NULL;
+}
+
 void roundtrim_allocator_tune(const struct roundtrim_config *cfg)
 {
     bool arenas = cfg->arena_max > 0 && cfg->setting[RT_OPT_ARENA_MAX].source != RT_FROM_GLIBC;

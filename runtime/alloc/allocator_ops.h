@@ -30,6 +30,9 @@ bool roundtrim_allocator_je_stats(struct roundtrim_je_stats *out);
  * action bit that ran (RT_ACT_TRIM, RT_ACT_PURGE) or 0, and its duration. */
 unsigned roundtrim_allocator_release(uint64_t *us);
 
+/* An address inside glibc's code (its malloc_trim), or NULL when the allocator is not glibc. */
+const void *roundtrim_allocator_glibc_code(void);
+
 /* The program called malloc_trim itself (the interposed symbol, or a dlsym of it); the count since
  * start, roundtrim's own release included. */
 void roundtrim_program_trim_note(void);

@@ -9,6 +9,7 @@
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/core/fd_guard.h"
+#include "runtime/core/maps_lines.h"
 #include "runtime/core/safe_file.h"
 
 /* Resident bytes of [start, end), asked of the kernel 16 MiB at a time. Pages a racing munmap
@@ -147,8 +148,9 @@ static void judge(struct arena_scan *a, const struct roundtrim_map_line *next)
         add_to_group(a, arena, bytes);
 }
 
-static void scan_line(struct arena_scan *a, const char *line)
+static void scan_line(void *ctx, const char *line)
 {
+    struct arena_scan *a = ctx;
     struct roundtrim_map_line m;
     if (!roundtrim_parse_map_line(line, &m))
         return;
@@ -163,45 +165,12 @@ static void scan_line(struct arena_scan *a, const char *line)
 static bool glibc_arenas_resident(uint64_t *resident, uint32_t *largest_permille,
                                   uint64_t *mmapped_usable)
 {
-    int fd = roundtrim_open_read("/proc/thread-self/maps");
-    if (fd < 0)
-        fd = roundtrim_open_read("/proc/self/maps");
-    if (fd < 0)
-        return false;
     struct arena_scan a = {0};
     a.mem_fd = -1;
-    char buf[4096];
-    size_t have = 0;
-    bool ok = true;
-    for (;;) {
-        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            ok = false;
-        if (n <= 0)
-            break;
-        have += (size_t)n;
-        buf[have] = '\0';
-        char *line = buf, *nl;
-        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
-            *nl = '\0';
-            scan_line(&a, line);
-            line = nl + 1;
-        }
-        have -= (size_t)(line - buf);
-        memmove(buf, line, have);
-        if (have == sizeof buf - 1) /* a line longer than the buffer: a path; dropped */
-            have = 0;
-    }
-    if (have > 0) {
-        buf[have] = '\0';
-        scan_line(&a, buf);
-    }
+    bool ok = roundtrim_maps_lines(scan_line, &a);
     judge(&a, NULL);
     if (a.mem_fd >= 0)
         roundtrim_fd_guard_close(a.mem_fd);
-    roundtrim_fd_guard_close(fd);
     *resident = a.resident;
     *mmapped_usable = a.mmapped_usable;
     uint64_t largest = 0;

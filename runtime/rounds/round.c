@@ -24,6 +24,7 @@
 #include "runtime/rounds/diagnose.h"
 #include "runtime/rounds/memory_parts.h"
 #include "runtime/rounds/rss_peak.h"
+#include "runtime/rounds/trim_holds.h"
 #include "runtime/boundary/signal_rounds.h"
 #include "runtime/core/settings.h"
 #include "runtime/alloc/thread_counters.h"
@@ -91,6 +92,7 @@ static struct {
     bool based;                        /* freed_base taken (a fork child takes its own) */
     int64_t freed_base;                /* the process's net freed heap bytes at the last trim */
     uint64_t count, released, us, cpu; /* since the last round record */
+    uint64_t holds, hold_max_us, holds_waited;
 } steps;
 
 /* Freed minus handed-out bytes of the heap since the process started (negative while it grows):
@@ -140,6 +142,7 @@ static void policy_inputs(const struct roundtrim_round_record *r, bool pressure,
     in->largest_arena_permille = r->memory.largest_arena_permille;
     in->trim_possible = roundtrim_allocator_kind() != RT_ALLOC_OTHER;
     in->trim_pauses = roundtrim_allocator_kind() == RT_ALLOC_GLIBC;
+    in->trim_holds_possible = in->trim_pauses && roundtrim_trim_holds_possible();
     in->device_known = part_known(r, RT_PART_DEVICE_CACHED);
     in->device_cached = r->memory.value[RT_PART_DEVICE_CACHED];
 }
@@ -187,31 +190,72 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
     return heap_freed;
 }
 
+static bool process_ending(void)
+{
+    return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
+}
+
+/* A trim over the pause limit, in holds of the arenas' locks each under it. False when the
+ * arenas could not be walked: nothing was done. */
+static bool trim_in_holds(struct roundtrim_round_record *r,
+                          const struct roundtrim_policy_settings *set, uint64_t *released)
+{
+    uint64_t rss = roundtrim_rss_bytes();
+    struct roundtrim_holds_done d;
+    if (!roundtrim_trim_in_holds(&policy, set, process_ending, &d))
+        return false;
+    *released = below(rss, roundtrim_rss_bytes());
+    r->trim_us += d.us;
+    r->trim_holds += d.holds;
+    r->trim_holds_waited += d.waited;
+    if (d.hold_max_us > r->trim_hold_max_us)
+        r->trim_hold_max_us = d.hold_max_us;
+    return true;
+}
+
 static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
                      const struct roundtrim_policy_inputs *in,
                      const struct roundtrim_policy_plan *plan)
 {
+    uint64_t released = 0;
+    bool held = false; /* done in holds */
+    r->trim_retry = plan->trim_retry;
     if (set->adaptive && !in->pressure && roundtrim_program_trim_count() != program_trims_seen &&
         roundtrim_allocator_kind() == RT_ALLOC_GLIBC) {
         r->trim_skipped = "program_trim"; /* the program trimmed since: nothing left to return */
-    } else if (!plan->run[RT_CLEAN_TRIM]) {
-        r->trim_skipped = plan->skipped[RT_CLEAN_TRIM];
+    } else if (!plan->run[RT_CLEAN_TRIM] ||
+               (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
+                plan->predicted_pause_us > 0)) {
+        /* Left out, or predicted over the limit where the arenas could not be walked: the limit
+         * holds it back. (A first trim, with no rate to predict by, runs whole.) */
+        r->trim_skipped =
+            plan->skipped[RT_CLEAN_TRIM] ? plan->skipped[RT_CLEAN_TRIM] : "pause_limit";
         r->trim_pause_predicted_us = plan->predicted_pause_us;
+        if (strcmp(r->trim_skipped, "pause_limit") == 0)
+            r->trim_held_back_rounds = policy.pause_held ? policy.pause_held : 1;
     } else {
-        uint64_t rss = roundtrim_rss_bytes();
-        unsigned done = roundtrim_allocator_release(&r->trim_us);
+        unsigned done = RT_ACT_TRIM;
+        if (!held) {
+            uint64_t rss = roundtrim_rss_bytes();
+            done = roundtrim_allocator_release(&r->trim_us);
+            released = below(rss, roundtrim_rss_bytes());
+        } else {
+            r->trim_pause_predicted_us = plan->predicted_pause_us;
+        }
         r->actions |= done;
-        r->trim_released_bytes = below(rss, roundtrim_rss_bytes());
+        r->trim_released_bytes = released;
         if (!done)
             r->trim_skipped = "no_release"; /* an allocator with none (said once on stderr) */
         if (!roundtrim_allocator_counts_skipped()) {
             steps.freed_base = net_freed_now();
             steps.based = true;
         }
-        if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
-            roundtrim_policy_learn(&policy, RT_CLEAN_TRIM,
-                                   r->trim_released_bytes >= GAVE_BACK_BYTES, r->trim_us,
-                                   in->heap_free_known ? in->heap_free : 0);
+        uint64_t measure = in->heap_free_known ? in->heap_free : 0;
+        bool gave = r->trim_released_bytes >= GAVE_BACK_BYTES;
+        if (held)
+            roundtrim_policy_learn_trim_in_holds(&policy, gave, r->trim_us, measure);
+        else if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
+            roundtrim_policy_learn(&policy, RT_CLEAN_TRIM, gave, r->trim_us, measure);
     }
     program_trims_seen = roundtrim_program_trim_count(); /* ours included */
 }
@@ -291,7 +335,12 @@ static void steps_into_record(struct roundtrim_round_record *r)
     r->trim_steps_released_bytes = steps.released;
     r->trim_steps_us = steps.us;
     r->cleanup_cpu_us += steps.cpu;
+    r->trim_holds += steps.holds;
+    r->trim_holds_waited += steps.holds_waited;
+    if (steps.hold_max_us > r->trim_hold_max_us)
+        r->trim_hold_max_us = steps.hold_max_us;
     steps.count = steps.released = steps.us = steps.cpu = 0;
+    steps.holds = steps.hold_max_us = steps.holds_waited = 0;
 }
 
 /* glibc holds an arena's lock for the whole of its part of a trim, so a round end that meets a
@@ -319,17 +368,31 @@ static void trim_step_maybe(void)
     uint64_t freed = (uint64_t)(net - steps.freed_base);
     uint64_t share = largest_arena_permille ? largest_arena_permille : 1000;
     uint64_t pause = policy.trim_rate * (freed >> 20) / 1000 * share;
-    /* Under half the limit: wait for more. Over it: this trim would hold too long itself (a
-     * burst of frees between two samples); the round's end decides, and says so. */
-    if (pause < cfg->trim_pause_ms * 1000u / 2 || pause > cfg->trim_pause_ms * 1000u)
+    /* Under half the limit: wait for more. Over it (a burst of frees between two samples): in
+     * holds each under the limit, where the arenas can be walked; else the round's end decides,
+     * and says so. */
+    bool in_holds = pause > cfg->trim_pause_ms * 1000u;
+    if (pause < cfg->trim_pause_ms * 1000u / 2 || (in_holds && !roundtrim_trim_holds_possible()))
         return;
     uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
-    if (!roundtrim_allocator_release(&us))
+    if (in_holds) {
+        struct roundtrim_policy_settings set;
+        struct roundtrim_holds_done d;
+        policy_settings(&set);
+        if (!roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
+            return;
+        us = d.us;
+        steps.holds += d.holds;
+        steps.holds_waited += d.waited;
+        if (d.hold_max_us > steps.hold_max_us)
+            steps.hold_max_us = d.hold_max_us;
+    } else if (!roundtrim_allocator_release(&us)) {
         return;
+    }
     uint64_t released = below(rss, roundtrim_rss_bytes());
     uint64_t spent = roundtrim_thread_cpu_us() - cpu;
     /* A step that found little teaches the rate nothing and is no verdict on the round end's. */
-    if (released >= GAVE_BACK_BYTES)
+    if (released >= GAVE_BACK_BYTES && !in_holds)
         roundtrim_policy_learn(&policy, RT_CLEAN_TRIM, true, us, freed);
     roundtrim_policy_charge(&policy, spent);
     steps.freed_base = net_freed_now();
@@ -346,11 +409,6 @@ static void cleanup_skipped_at_exit(struct roundtrim_round_record *r)
     r->cleanup_skipped = "exiting";
     if (gc_due_at_exit())
         r->gc_skipped = "exiting";
-}
-
-static bool process_ending(void)
-{
-    return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
 }
 
 /* Counters come from the boundary's own snapshot; the rest is read now. */

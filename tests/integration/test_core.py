@@ -277,7 +277,10 @@ def test_signal_per_round_matches_manual_malloc_trim(run_shim):
             "--pause-ms", "400"]
     plain = run_shim(args + ["--mode", "plain"], preload=False, log=False)
     manual = run_shim(args + ["--mode", "trim"], preload=False, log=False)
-    shim = run_shim(args + ["--mode", "signal"])
+    # The budget off: on a slow or loaded machine a trim may take a fifth of these rounds and
+    # wait for the budget (tested in test_cleanup_policy.py); the pause limit no longer holds a
+    # trim back anywhere: over it, the trim is done in holds.
+    shim = run_shim(args + ["--mode", "signal"], env={"ROUNDTRIM_CLEANUP_BUDGET": "0"})
     for r in (plain, manual, shim):
         assert r.returncode == 0, r.stderr
     plain_rss = median_rss(plain.stdout_json())

@@ -15,13 +15,18 @@
  *   pinned    in round 1 builds 32 MiB of 1 KiB blocks and frees every other one, then only
  *             waits: 16 MiB counted free, but every page holds live blocks, so no trim can
  *             return any of it
+ *   busy      frag, but instead of waiting the program keeps allocating and freeing 2-8 KiB
+ *             blocks (past the per-thread cache: each call takes the arena's lock) for PAUSE_MS;
+ *             its round line adds its longest such call (longest_call_us)
  *
  * Rounds end with roundtrim_round_end() when roundtrim is preloaded, PAUSE_MS (30) apart. Prints
  * one line per round with its RSS. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc_rss.h"
@@ -121,10 +126,37 @@ static void churn(void)
         free(blocks[i]);
 }
 
+static uint64_t now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/* Allocates and frees in the main arena for pause_us; returns its longest call. */
+static uint64_t stay_busy(useconds_t pause_us)
+{
+    uint64_t end = now_us() + pause_us, longest = 0, seed = 0x9e3779b97f4a7c15ull;
+    while (now_us() < end) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        size_t n = 2048 + (size_t)(seed % 6144);
+        uint64_t t0 = now_us();
+        char *p = malloc(n);
+        p[0] = 1;
+        free(p);
+        uint64_t took = now_us() - t0;
+        if (took > longest)
+            longest = took;
+    }
+    return longest;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned "
+        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned|busy "
                         "[ROUNDS [PAUSE_MS]]\n");
         return 2;
     }
@@ -136,7 +168,7 @@ int main(int argc, char **argv)
         if (strcmp(mode, "leak") == 0) {
             keep_small(2 * MiB);
             touch(malloc(4 * MiB), 4 * MiB);
-        } else if (strcmp(mode, "frag") == 0) {
+        } else if (strcmp(mode, "frag") == 0 || strcmp(mode, "busy") == 0) {
             fragment(r);
         } else if (strcmp(mode, "outside") == 0) {
             keep_mapped(8 * MiB);
@@ -156,6 +188,12 @@ int main(int argc, char **argv)
         }
         if (roundtrim_round_end)
             roundtrim_round_end();
+        if (strcmp(mode, "busy") == 0) {
+            uint64_t longest = stay_busy(pause_us);
+            printf("round %d rss %llu longest_call_us %llu\n", r, rss_bytes(),
+                   (unsigned long long)longest);
+            continue;
+        }
         printf("round %d rss %llu\n", r, rss_bytes());
         usleep(pause_us);
     }

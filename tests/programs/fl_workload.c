@@ -7,7 +7,10 @@
  * the RSS at the end of the round.
  *
  *   fl_workload [--rounds N] [--threads T] [--model-mib M] [--keep-every K] [--pause-ms P]
- *               [--mode plain|trim|call|signal] [--probe-ms Q]
+ *               [--mode plain|trim|call|signal] [--probe-ms Q] [--min-bytes A --max-bytes B]
+ *
+ * Blocks are 4-64 KiB unless --min-bytes/--max-bytes say otherwise (small blocks leave many more
+ * free chunks for a trim to walk).
  *
  * Modes: plain does nothing at the end of a round; trim calls malloc_trim(0) itself; call marks
  * the round with roundtrim_round_end() (when roundtrim is preloaded); signal sends itself the
@@ -32,7 +35,7 @@
 #include "launcher_signal.h"
 
 struct options {
-    int rounds, threads, model_mib, keep_every, pause_ms, probe_ms;
+    int rounds, threads, model_mib, keep_every, pause_ms, probe_ms, min_bytes, max_bytes;
     const char *mode;
 };
 
@@ -86,20 +89,21 @@ static uint64_t next_random(uint64_t *state)
     return *state;
 }
 
-/* One round of one thread: allocate its share of the model in 4-64 KiB blocks, touch them, keep
- * one block in keep_every alive until the next round ends, free everything else. */
+/* One round of one thread: allocate its share of the model in blocks of min..max bytes, touch them,
+ * keep one block in keep_every alive until the next round ends, free everything else. */
 static void *worker_round(void *arg)
 {
     struct worker *w = arg;
     const struct options *o = w->opt;
     size_t share = (size_t)o->model_mib * 1024 * 1024 / (size_t)o->threads;
     uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(w->index + 1) + (uint64_t)w->round;
-    size_t cap = share / 4096 + 16, count = 0, used = 0;
+    size_t cap = share / (size_t)o->min_bytes + 16, count = 0, used = 0;
     void **blocks = malloc(cap * sizeof *blocks);
     void **survivors = malloc(cap * sizeof *survivors);
     size_t survivor_count = 0;
     while (used < share && count + survivor_count < cap) {
-        size_t size = 4096 + (size_t)(next_random(&seed) % (60 * 1024));
+        size_t size = (size_t)o->min_bytes +
+                      (size_t)(next_random(&seed) % (uint64_t)(o->max_bytes - o->min_bytes + 1));
         char *p = malloc(size);
         memset(p, (int)(count & 0xff), size);
         used += size;
@@ -127,12 +131,23 @@ static uint64_t now_us(void)
     return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
+static uint64_t thread_cpu_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static uint64_t cleanup_cpu_us; /* the CPU time of the program's own cleanup (trim mode) */
+
 /* Returns how long the program's own cleanup took (trim mode), in microseconds. */
 static uint64_t end_round(const struct options *o)
 {
     uint64_t t0 = now_us();
     if (strcmp(o->mode, "trim") == 0) {
+        uint64_t cpu0 = thread_cpu_us();
         malloc_trim(0);
+        cleanup_cpu_us = thread_cpu_us() - cpu0;
         return now_us() - t0;
     } else if (strcmp(o->mode, "call") == 0) {
         void (*round_end)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "roundtrim_round_end");
@@ -152,6 +167,8 @@ static void parse(int argc, char **argv, struct options *o)
                           .keep_every = 5,
                           .pause_ms = 100,
                           .probe_ms = 0,
+                          .min_bytes = 4096,
+                          .max_bytes = 4096 + 60 * 1024 - 1,
                           .mode = "plain"};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -169,12 +186,17 @@ static void parse(int argc, char **argv, struct options *o)
             o->mode = v;
         else if (strcmp(k, "--probe-ms") == 0)
             o->probe_ms = atoi(v);
+        else if (strcmp(k, "--min-bytes") == 0)
+            o->min_bytes = atoi(v);
+        else if (strcmp(k, "--max-bytes") == 0)
+            o->max_bytes = atoi(v);
         else {
             fprintf(stderr, "fl_workload: unknown option %s\n", k);
             exit(2);
         }
     }
-    if (o->threads < 1 || o->rounds < 1 || o->model_mib < 1 || o->keep_every < 1) {
+    if (o->threads < 1 || o->rounds < 1 || o->model_mib < 1 || o->keep_every < 1 ||
+        o->min_bytes < 16 || o->max_bytes < o->min_bytes) {
         fprintf(stderr, "fl_workload: counts must be positive\n");
         exit(2);
     }
@@ -205,8 +227,8 @@ int main(int argc, char **argv)
         /* The wait for the server's next model; roundtrim's worker cleans up meanwhile. */
         struct timespec pause = {o.pause_ms / 1000, (long)(o.pause_ms % 1000) * 1000000L};
         nanosleep(&pause, NULL);
-        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu", r, rss_bytes(),
-               (unsigned long long)cleanup_us);
+        printf("{\"round\":%d,\"rss\":%llu,\"cleanup_us\":%llu,\"cleanup_cpu_us\":%llu", r,
+               rss_bytes(), (unsigned long long)cleanup_us, (unsigned long long)cleanup_cpu_us);
         if (o.probe_ms > 0)
             printf(",\"wait_max_us\":%llu",
                    (unsigned long long)__atomic_exchange_n(&probe_max_us, 0, __ATOMIC_RELAXED));

@@ -319,7 +319,154 @@ START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
 }
 END_TEST
 
-START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits)
+/* Measurements from two machines of one kind (2 cores, glibc 2.36): the 4-thread fragmenting
+ * workload leaves 445 MiB of freed heap a round, the largest arena a quarter of it. A whole
+ * malloc_trim(0) took 85 ms on the fast one (0.19 ms per MiB) and 712 ms on the slow one
+ * (1.6 ms per MiB); with two CPU-bound processes beside it, about three times that. */
+#define FRAG_FREE_MIB    445
+#define FRAG_ARENA_SHARE 250
+static const uint64_t trim_us_fast = 85000, trim_us_slow = 712000;
+
+static struct roundtrim_policy_inputs frag_round(bool holds_possible)
+{
+    struct roundtrim_policy_inputs in = glibc_round(FRAG_FREE_MIB, 520);
+    in.largest_arena_permille = FRAG_ARENA_SHARE;
+    in.trim_holds_possible = holds_possible;
+    return in;
+}
+
+START_TEST(a_trim_over_the_pause_limit_runs_in_holds_on_any_machine)
+{
+    static const struct {
+        uint64_t trim_us;
+        bool in_holds;
+    } machine[] = {
+        {trim_us_fast, false},     /* 21 ms an arena: under 100, one malloc_trim */
+        {trim_us_fast * 3, false}, /* loaded: 64 ms */
+        {trim_us_slow, true},      /* 178 ms an arena */
+        {trim_us_slow * 3, true},  /* loaded: 534 ms */
+    };
+    for (unsigned m = 0; m < sizeof machine / sizeof machine[0]; m++) {
+        struct roundtrim_policy_state st;
+        memset(&st, 0, sizeof st);
+        roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, machine[m].trim_us, FRAG_FREE_MIB * MIB);
+        struct roundtrim_policy_inputs in = frag_round(true);
+        /* Round after round it runs: the limit shapes how, never whether. */
+        for (int round = 0; round < 20; round++) {
+            struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+            ck_assert_msg(p.run[RT_CLEAN_TRIM], "machine %u round %d: %s", m, round,
+                          p.skipped[RT_CLEAN_TRIM]);
+            ck_assert(p.trim_in_holds == machine[m].in_holds);
+            ck_assert(!p.trim_retry);
+            if (machine[m].in_holds)
+                ck_assert_uint_gt(p.predicted_pause_us, defaults.pause_us);
+            roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, machine[m].trim_us,
+                                   p.trim_in_holds ? 0 : FRAG_FREE_MIB * MIB);
+            if (p.trim_in_holds) /* each hold teaches the rate: 40 ms giving back 25 MiB */
+                roundtrim_policy_learn_hold(&st, machine[m].trim_us * 25 / FRAG_FREE_MIB, 25 * MIB);
+        }
+    }
+}
+END_TEST
+
+START_TEST(without_holds_a_trim_held_back_is_tried_again_and_its_rate_measured_anew)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* One trim measured on the slow machine under load: 4.8 ms per MiB. */
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_slow * 3, FRAG_FREE_MIB * MIB);
+    struct roundtrim_policy_inputs in = frag_round(false);
+    int tried_at[3], tries = 0;
+    for (int round = 1; round <= 40 && tries < 3; round++) {
+        struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+        if (!p.run[RT_CLEAN_TRIM]) {
+            ck_skip(&p, RT_CLEAN_TRIM, "pause_limit");
+            ck_assert_uint_gt(p.predicted_pause_us, defaults.pause_us);
+            ck_assert_uint_gt(st.pause_held, 0);
+            continue;
+        }
+        ck_assert(p.trim_retry);
+        tried_at[tries++] = round;
+        /* The machine is as slow as it was: held back again, for twice as long. */
+        roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_slow * 3, FRAG_FREE_MIB * MIB);
+    }
+    ck_assert_int_eq(tries, 3);
+    ck_assert_int_eq(tried_at[0], 5);
+    ck_assert_int_eq(tried_at[1], 5 + 9);
+    ck_assert_int_eq(tried_at[2], 5 + 9 + 17);
+    /* The load passes: the next try measures the fast machine's rate and takes it whole (not a
+     * quarter of it, as a running mean would): the trims that follow run again. */
+    memset(&st, 0, sizeof st);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_slow * 3, FRAG_FREE_MIB * MIB);
+    int round = 1;
+    struct roundtrim_policy_plan p;
+    for (; !(p = decide(&st, &defaults, &in)).run[RT_CLEAN_TRIM]; round++)
+        ck_assert_int_lt(round, 10);
+    ck_assert(p.trim_retry);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_fast, FRAG_FREE_MIB * MIB);
+    ck_assert_uint_eq(st.trim_rate, trim_us_fast / FRAG_FREE_MIB);
+    for (int i = 0; i < 5; i++) {
+        p = decide(&st, &defaults, &in);
+        ck_assert(p.run[RT_CLEAN_TRIM] && !p.trim_retry && !p.trim_in_holds);
+    }
+}
+END_TEST
+
+START_TEST(a_slow_hold_shortens_the_next_and_an_idle_program_gets_longer_ones)
+{
+    const struct roundtrim_policy_settings *set = &defaults; /* a 100 ms limit */
+    uint64_t b = roundtrim_policy_next_hold_us(set, 0, 0, false);
+    ck_assert_uint_eq(b, 50000); /* the first: half the limit */
+    /* Slower than its budget (the worker lost its CPU while holding the lock): half as long. */
+    b = roundtrim_policy_next_hold_us(set, b, 80000, true);
+    ck_assert_uint_eq(b, 25000);
+    b = roundtrim_policy_next_hold_us(set, b, 3 * 25000, false);
+    ck_assert_uint_eq(b, 12500);
+    /* Never under a sixteenth of the limit: a hold must get something done. */
+    for (int i = 0; i < 10; i++)
+        b = roundtrim_policy_next_hold_us(set, b, 10 * b, false);
+    ck_assert_uint_eq(b, 6250);
+    /* On time and nobody waited: back up, to three quarters of the limit at most. */
+    b = roundtrim_policy_next_hold_us(set, b, b, false);
+    ck_assert_uint_eq(b, 12500);
+    for (int i = 0; i < 10; i++)
+        b = roundtrim_policy_next_hold_us(set, b, b, false);
+    ck_assert_uint_eq(b, 75000);
+    /* A thread of the program waited for the lock: half the limit again. */
+    b = roundtrim_policy_next_hold_us(set, b, b, true);
+    ck_assert_uint_eq(b, 50000);
+    b = roundtrim_policy_next_hold_us(set, b, b, true);
+    ck_assert_uint_eq(b, 50000);
+    /* A tiny limit still leaves half a millisecond. */
+    struct roundtrim_policy_settings tiny = defaults;
+    tiny.pause_us = 1000;
+    ck_assert_uint_eq(roundtrim_policy_next_hold_us(&tiny, 0, 0, false), 500);
+    ck_assert_uint_eq(roundtrim_policy_next_hold_us(&tiny, 500, 5000, false), 500);
+}
+END_TEST
+
+START_TEST(every_hold_teaches_the_rate)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    /* Learnt on a quiet fast machine, then the holds meet the slow machine's rate. */
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_fast, FRAG_FREE_MIB * MIB);
+    ck_assert_uint_eq(st.trim_rate, 191);
+    for (int i = 0; i < 20; i++)
+        roundtrim_policy_learn_hold(&st, 1600 * 30, 30 * MIB);
+    ck_assert_uint_gt(st.trim_rate, 1550);
+    ck_assert_uint_le(st.trim_rate, 1600);
+    /* A hold that gave back under a MiB (pages given back before) teaches nothing. */
+    uint64_t rate = st.trim_rate;
+    roundtrim_policy_learn_hold(&st, 50000, MIB / 2);
+    ck_assert_uint_eq(st.trim_rate, rate);
+    /* One slow hold under load moves the rate a quarter of the way, not all of it. */
+    roundtrim_policy_learn_hold(&st, 3 * 1600 * 30, 30 * MIB);
+    ck_assert_uint_lt(st.trim_rate, 2 * 1600);
+}
+END_TEST
+
+START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits_where_no_holds_are_possible)
 {
     struct roundtrim_policy_state st;
     memset(&st, 0, sizeof st);
@@ -328,19 +475,27 @@ START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits)
     ck_assert_uint_eq(st.trim_rate, 2000);
     struct roundtrim_policy_inputs in = glibc_round(40, 400); /* 80 ms: under 100 */
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_assert(p.run[RT_CLEAN_TRIM]);
+    ck_assert(p.run[RT_CLEAN_TRIM] && !p.trim_in_holds);
     in = glibc_round(80, 400); /* 160 ms */
     p = decide(&st, &defaults, &in);
     ck_skip(&p, RT_CLEAN_TRIM, "pause_limit");
     ck_assert_uint_eq(p.predicted_pause_us, 160000);
+    /* Where the arenas can be walked, it runs in holds. */
+    in.trim_holds_possible = true;
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM] && p.trim_in_holds);
+    ck_assert_uint_eq(st.pause_held, 0);
     /* jemalloc's purge holds no lock over the whole heap: no limit applies. */
+    in.trim_holds_possible = false;
     in.trim_pauses = false;
-    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM] && !p.trim_in_holds);
     /* Nor with the limit off. */
     struct roundtrim_policy_settings unlimited = defaults;
     unlimited.pause_us = 0;
     in.trim_pauses = true;
-    ck_assert(decide(&st, &unlimited, &in).run[RT_CLEAN_TRIM]);
+    p = decide(&st, &unlimited, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM] && !p.trim_in_holds);
 }
 END_TEST
 
@@ -388,7 +543,12 @@ int main(void)
     tcase_add_test(tc, the_device_release_waits_for_a_cache_worth_it);
     tcase_add_test(tc, the_budget_holds_cleanups_back_until_rounds_earn_it);
     tcase_add_test(tc, a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget);
-    tcase_add_test(tc, a_trim_predicted_to_hold_the_heap_too_long_waits);
+    tcase_add_test(tc,
+                   a_trim_predicted_to_hold_the_heap_too_long_waits_where_no_holds_are_possible);
+    tcase_add_test(tc, a_trim_over_the_pause_limit_runs_in_holds_on_any_machine);
+    tcase_add_test(tc, without_holds_a_trim_held_back_is_tried_again_and_its_rate_measured_anew);
+    tcase_add_test(tc, a_slow_hold_shortens_the_next_and_an_idle_program_gets_longer_ones);
+    tcase_add_test(tc, every_hold_teaches_the_rate);
     tcase_add_test(tc, memory_pressure_runs_everything);
     tcase_add_test(tc, the_record_gives_the_cpu_share_with_two_decimals);
     suite_add_tcase(s, tc);

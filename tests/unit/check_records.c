@@ -102,6 +102,39 @@ START_TEST(hook_and_skips_of_what_the_program_did)
 }
 END_TEST
 
+START_TEST(a_trim_in_holds_and_a_trim_held_back_say_so)
+{
+    struct roundtrim_round_record r = sample();
+    char buf[2048];
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_null(strstr(buf, "trim_holds"));
+    ck_assert_ptr_null(strstr(buf, "trim_held_back_rounds"));
+    ck_assert_ptr_null(strstr(buf, "trim_retry"));
+    r.trim_pause_predicted_us = 178000;
+    r.trim_holds = 9;
+    r.trim_hold_max_us = 51000;
+    r.trim_holds_waited = 2;
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"trim_us\":5,\"trim_pause_predicted_us\":178000,"
+                                      "\"trim_holds\":9,\"trim_hold_max_us\":51000,"
+                                      "\"trim_holds_waited\":2,"));
+    /* Where no holds are possible: held back, then tried anyway. */
+    r = sample();
+    r.actions = RT_ACT_GC;
+    r.trim_skipped = "pause_limit";
+    r.trim_pause_predicted_us = 178000;
+    r.trim_held_back_rounds = 3;
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"trim_skipped\":\"pause_limit\","
+                                      "\"trim_pause_predicted_us\":178000,"
+                                      "\"trim_held_back_rounds\":3"));
+    r = sample();
+    r.trim_retry = true;
+    roundtrim_round_record_format(&r, buf, sizeof buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\"trim_retry\":true"));
+}
+END_TEST
+
 START_TEST(cuda_keys_only_when_the_driver_was_seen)
 {
     struct roundtrim_round_record r = sample();
@@ -402,6 +435,7 @@ int main(void)
     TCase *tc = tcase_create("records");
     tcase_add_test(tc, a_record_says_what_it_merged_and_why_its_cleanup_was_skipped);
     tcase_add_test(tc, round_record_has_every_key_in_order);
+    tcase_add_test(tc, a_trim_in_holds_and_a_trim_held_back_say_so);
     tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
     tcase_add_test(tc, hook_and_skips_of_what_the_program_did);
     tcase_add_test(tc, unknown_heap_is_null_and_no_cleanup_is_empty);
