@@ -84,8 +84,11 @@ def test_objects_opened_later_are_left_to_the_loader(mode):
                                      {"GLIBC_TUNABLES": "glibc.rtld.dynamic_weak=1"}])
 def test_loader_settings_that_change_lookups_leave_them_to_the_loader(setting):
     (report,) = run_check(["/bin/true"], [check_lib()], setting)
+    # (an object's own table is read whatever these settings: they change the search across
+    # objects, not what one object defines)
     for kind in KINDS:
-        assert report[kind][0] == 0, (kind, report)
+        if kind != "own_definition":
+            assert report[kind][0] == 0, (kind, report)
 
 
 def test_program_run_through_the_loader_is_left_to_it():
