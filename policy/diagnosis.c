@@ -749,7 +749,13 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
         d->persisted = t[lead].persisted;
         d->growing_since = smp[t[lead].since].round;
         d->decided_by = "growth";
-        if (d->cause == RT_CAUSE_LEAK && ctx->python && !d->collected) {
+        if (d->cause == RT_CAUSE_LEAK && g[RT_CAUSE_LEAK] < ROUNDTRIM_DIAG_SMALL_LEAK &&
+            t[RT_CAUSE_LEAK].persisted < ROUNDTRIM_DIAG_PERSIST_SMALL) {
+            d->cause = RT_CAUSE_UNSURE;
+            d->decided_by = "not_yet";
+            d->decide_round = d->last_round +
+                              (uint64_t)(ROUNDTRIM_DIAG_PERSIST_SMALL - t[RT_CAUSE_LEAK].persisted);
+        } else if (d->cause == RT_CAUSE_LEAK && ctx->python && !d->collected) {
             d->cause = RT_CAUSE_UNSURE;
             d->decided_by = "uncollected";
         }

@@ -61,6 +61,14 @@ struct roundtrim_diag_context {
 #define ROUNDTRIM_DIAG_DECIDE_ROUNDS (ROUNDTRIM_DIAG_SUB_ROUNDS + ROUNDTRIM_DIAG_PERSIST - 1)
 /* The smallest steady growth of the exact live counters called a leak, bytes per round. */
 #define ROUNDTRIM_DIAG_LEAK_MIN (8 << 10)
+/* A leak slower than this must persist over PERSIST_SMALL windows in a row (17 rounds at windows
+ * of 6): a framework's own state grows by some 100 KiB a round over its first rounds (NVFlare's
+ * in-process client: +130 KiB a round of Python objects and heap over rounds 2-13) and may stop
+ * there; a leak a page never needs calling within ten rounds. */
+#define ROUNDTRIM_DIAG_SMALL_LEAK    (512 << 10)
+#define ROUNDTRIM_DIAG_PERSIST_SMALL 12
+#define ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS                                                         \
+    (ROUNDTRIM_DIAG_SUB_ROUNDS + ROUNDTRIM_DIAG_PERSIST_SMALL - 1)
 
 /* Levels and patterns found beside the cause (bits of roundtrim_diagnosis.findings). */
 enum roundtrim_finding {

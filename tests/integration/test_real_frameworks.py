@@ -214,7 +214,9 @@ def test_the_same_client_without_keeping_is_not_a_leak(nvflare_run):
     _, records = run.process_with(SEND)
     d = last_diagnosis(records)
     assert d["cause"] != "leak", d
-    assert abs(d["slopes"]["heap_live"]) < 256 * 1024, d
+    # nothing like the 1 MiB a round the keeping client holds (the live heap may fall as well:
+    # the framework's first rounds free what its start allocated)
+    assert d["slopes"]["heap_live"] < 256 * 1024, d
     print(json.dumps({"diagnosis": d}))
 
 

@@ -484,13 +484,21 @@ START_TEST(a_small_leak_among_noise_is_a_leak_whatever_its_size)
     ck_assert_msg(d.cause == RT_CAUSE_LEAK, "%s", d.advice);
     ck_assert_double_eq_tol(d.slope[RT_PART_HEAP_LIVE], 100 * 1024, 30 * 1024);
     /* Exact counters: the smallest leak called, ROUNDTRIM_DIAG_LEAK_MIN a round, in the fewest
-     * rounds, ROUNDTRIM_DIAG_DECIDE_ROUNDS; one round fewer is unsure. */
+     * rounds a small leak needs, ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS; one round fewer is unsure,
+     * and says the round that decides. */
     for (int i = 0; i < 30; i++)
         live[i] = i * (double)ROUNDTRIM_DIAG_LEAK_MIN;
+    roundtrim_diagnose(s, shaped(s, ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    roundtrim_diagnose(s, shaped(s, ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS - 1, live), &every_round,
+                       &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
+    ck_assert_uint_eq(d.decide_round, d.last_round + 1);
+    /* A leak of 1 MiB a round is called in ROUNDTRIM_DIAG_DECIDE_ROUNDS. */
+    for (int i = 0; i < 30; i++)
+        live[i] = i * MIB;
     roundtrim_diagnose(s, shaped(s, ROUNDTRIM_DIAG_DECIDE_ROUNDS, live), &every_round, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
-    roundtrim_diagnose(s, shaped(s, ROUNDTRIM_DIAG_DECIDE_ROUNDS - 1, live), &every_round, &d);
-    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
     /* Below the floor: flat. */
     for (int i = 0; i < 30; i++)
         live[i] = i * 2048.0;
