@@ -376,7 +376,9 @@ static void advise_idle_cache(struct roundtrim_diagnosis *d,
 {
     char b[32];
     fmt_bytes(b, sizeof b, cached);
-    say(d, " PyTorch's or CuPy's cache or the driver's pools hold %s of device memory no array uses", b);
+    say(d,
+        " PyTorch's or CuPy's cache or the driver's pools hold %s of device memory no array uses",
+        b);
     if (!ctx->cuda_empty_cache)
         say(d, ": set NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
                "roundtrim releases it at each cleanup.");
@@ -412,7 +414,8 @@ static void advise_cause(struct roundtrim_diagnosis *d, const struct roundtrim_d
         break;
     case RT_CAUSE_CUDA_CACHE:
         fmt_bytes(b, sizeof b, g[RT_CAUSE_CUDA_CACHE]);
-        say(d, "Device memory cached by PyTorch, CuPy or the driver's pools grows %s per round.", b);
+        say(d, "Device memory cached by PyTorch, CuPy or the driver's pools grows %s per round.",
+            b);
         if (!ctx->cuda_empty_cache)
             say(d, " Set NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
                    "roundtrim releases it at each cleanup.");
