@@ -177,7 +177,11 @@ def test_a_mixed_program_names_both_shares(run_shim):
 def test_python_programs_get_their_cause(run_shim, mode, cause):
     res = python(run_shim, mode, ROUNDTRIM_GC_ROUNDS="1")
     d = last_diagnosis(res)
-    assert d["cause"] == cause, d
+    if cause == "none" and d["cause"] == "unsure":
+        # a program's first rounds may rise for a few windows: not yet a verdict, never a cause
+        assert d["decided_by"] == "not_yet" and d["decide_round"] > d["last_round"], d
+    else:
+        assert d["cause"] == cause, d
     if cause == "leak":
         # most of it is small objects in pymalloc's arenas: a leak, not "outside the heap"
         assert d["slopes"]["python"] > d["slopes"]["heap_live"] > 0, d
