@@ -24,6 +24,11 @@
 /* Live memory that rose and stopped, or swings, is worth a word from this much. */
 #define PATTERN_MIN ((double)(1 << 20))
 #define HISTORY     64
+/* Growth that persists rises through its window: no single round's step carries more than this
+ * share of the fitted rise. One step (a buffer grown once, the allocator's top chunk moving up
+ * once, a cache filled in one round) fits a rise across every window that holds it, and is a
+ * new level, not growth: a single step gives at least two thirds, two equal steps a third. */
+#define STEP_SHARE 0.5
 
 static const char *const cause_names[RT_CAUSE_COUNT] = {
     "none", "leak", "fragmentation", "garbage", "cuda_cache", "outside_heap", "unsure"};
@@ -152,16 +157,27 @@ static void sum_series(const struct roundtrim_diag_sample *smp, size_t n,
     }
 }
 
+/* The largest rise from one round to the next over points [a, b]. */
+static double largest_step(const struct series *s, size_t a, size_t b)
+{
+    double m = 0;
+    for (size_t i = a + 1; i <= b; i++)
+        m = s->y[i] - s->y[i - 1] > m ? s->y[i] - s->y[i - 1] : m;
+    return m;
+}
+
 /* Whether the m rounds ending at e (inclusive) show growth that is kept and goes on: the fit
- * rises clearly and at least min_slope a round, the last third stays above the first third and
- * above the window before (a sawtooth or a periodic load falls back: it does not), and the
- * second half reaches higher than the first (a warm-up that stopped does not). */
+ * rises clearly and at least min_slope a round, not by one step, the last third stays above the
+ * first third and above the window before (a sawtooth or a periodic load falls back: it does
+ * not), and the second half reaches higher than the first (a warm-up that stopped does not). */
 static bool growing_at(const struct series *s, size_t e, size_t m, double min_slope)
 {
     size_t a = e + 1 - m, k = m / 3;
     bool clear;
     double g = fit(s, a, e + 1, &clear);
     if (!clear || g < min_slope)
+        return false;
+    if (largest_step(s, a, e) > STEP_SHARE * g * (s->x[e] - s->x[a]))
         return false;
     const double *first = s->y + a, *last = s->y + e + 1 - k;
     double last_low = low_of(last, k);

@@ -45,7 +45,7 @@ def header(path):
     """{truth, expect: [...], env: {...}} from the file's leading comment lines."""
     spec = {"truth": None, "expect": [], "env": {}, "needs": []}
     for line in path.read_text().splitlines()[:12]:
-        m = re.match(r"^\s*(?:#|/\*|\*)\s*(truth|expect|env|needs):\s*(.*?)\s*$", line)
+        m = re.match(r"^\s*(?:#|/\*|\*)\s*(truth|expect|env|needs):\s*(.*?)\s*(?:\*/)?\s*$", line)
         if not m:
             continue
         key, value = m.groups()

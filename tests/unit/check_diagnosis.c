@@ -468,6 +468,43 @@ START_TEST(sawtooth_and_periodic_memory_is_flat)
 }
 END_TEST
 
+START_TEST(one_step_is_a_new_level_and_steps_that_go_on_are_a_leak)
+{
+    /* A buffer grown once, 8 MiB at round 13 of 24: every window holding the step fits a rise,
+     * none is growth; no diagnosis along the way calls it a cause. */
+    double live[32];
+    for (int i = 0; i < 32; i++)
+        live[i] = (i >= 12 ? 8 : 0) * MIB;
+    struct roundtrim_diag_sample s[32];
+    struct roundtrim_diagnosis d;
+    for (size_t n = 9; n <= 24; n++) {
+        roundtrim_diagnose(s, shaped(s, n, live), &every_round, &d);
+        ck_assert_msg(d.cause == RT_CAUSE_NONE || d.cause == RT_CAUSE_UNSURE, "%zu rounds: %s", n,
+                      d.advice);
+    }
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
+    /* The same step in the freed heap measured before cleanup (glibc's top chunk moving up once,
+     * as a healthy Python loop showed at round 19): no fragmentation. */
+    struct shape sh = base_shape();
+    for (size_t n = 9; n <= 24; n++) {
+        make(s, n, &sh, true, false);
+        for (size_t i = 12; i < n; i++) {
+            s[i].part[RT_PART_HEAP_FREE] += 7 * (uint64_t)MIB;
+            s[i].rss += 7 * (uint64_t)MIB;
+            s[i].trim_released = 7 * (uint64_t)MIB;
+        }
+        roundtrim_diagnose(s, n, &every_round, &d);
+        ck_assert_msg(d.cause == RT_CAUSE_NONE || d.cause == RT_CAUSE_UNSURE, "%zu rounds: %s", n,
+                      d.advice);
+    }
+    /* A copy kept every fourth round (4 MiB): steps that go on are a leak once they persist. */
+    for (int i = 0; i < 32; i++)
+        live[i] = (double)(i / 4) * 4 * MIB;
+    roundtrim_diagnose(s, shaped(s, 32, live), &every_round, &d);
+    ck_assert_msg(d.cause == RT_CAUSE_LEAK, "%s", d.advice);
+}
+END_TEST
+
 START_TEST(a_small_leak_among_noise_is_a_leak_whatever_its_size)
 {
     /* 100 KiB a round kept; the live heap at the boundary also holds a scratch buffer of
@@ -664,6 +701,7 @@ int main(void)
     tcase_add_test(tc, a_leak_close_behind_a_growing_free_heap_is_named_first);
     tcase_add_test(tc, a_warm_up_that_stops_is_a_plateau_not_a_leak);
     tcase_add_test(tc, sawtooth_and_periodic_memory_is_flat);
+    tcase_add_test(tc, one_step_is_a_new_level_and_steps_that_go_on_are_a_leak);
     tcase_add_test(tc, a_small_leak_among_noise_is_a_leak_whatever_its_size);
     tcase_add_test(tc, a_leak_that_starts_late_is_found_once_it_persists);
     tcase_add_test(tc, heap_growth_no_trim_returns_is_live_memory_the_counters_missed);
