@@ -324,7 +324,7 @@ static void advise_allocator(struct roundtrim_diagnosis *d,
         say(d, " jemalloc returns freed pages once its decay time passes: a shorter one "
                "(MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0) keeps less of it.");
     /* Not fewer arenas: measured, a cap at or below the allocating threads ended rounds higher
-     * with cleanup off, and made each trim hold longer (BENCHMARKS.md, the defaults). */
+     * with cleanup off, and made each trim hold longer (docs/performance.md, the defaults). */
     else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0)
         say(d, " jemalloc preloaded after roundtrim keeps less of it.");
 }
