@@ -273,8 +273,8 @@ static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
 static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx)
 {
     if (ctx->sites)
-        say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
-               "the sites that grow.");
+        say(d, " The sites records name the code that allocates it: roundtrim report --sites LOG "
+               "lists the sites that grow.");
     else if (ctx->sites_skipped)
         say(d, " Allocation sites cannot be sampled in this process (%s).", ctx->sites_skipped);
     else
