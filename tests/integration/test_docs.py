@@ -178,3 +178,15 @@ def test_docs_check_fails_on_a_page_that_differs_and_make_docs_repairs_it(tmp_pa
     assert res.returncode == 0, res.stderr
     assert page.read_text() == good
     assert make(["docs-check"], tree, build).returncode == 0
+
+
+def test_every_reason_the_cleanup_policy_gives_is_explained_in_words():
+    source = (ROOT / "policy" / "cleanup_policy.c").read_text()
+    reasons = set(re.findall(r'(?:return|=)\s*"([a-z_]+)"', source))
+    assert {"no_yield", "little_to_gain", "pause_limit", "budget"} <= reasons
+    words = section((DOCS / "guide" / "roundtrim-command.md").read_text(), "roundtrim report")
+    words = words.split("### Skip reasons in words", 1)[1].split("\n### ", 1)[0]
+    rows = {m for line in words.splitlines() if line.startswith("| `")
+            for m in re.findall(r"`([a-z_]+)`", line.split(" | ")[0])}
+    missing = sorted(reasons - rows)
+    assert not missing, f"reasons without words in docs/guide/roundtrim-command.md: {missing}"
