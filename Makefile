@@ -1,5 +1,5 @@
 # roundtrim: make (library), make check (all tests), make demo, make bench, make install,
-# make deb (the Debian package, mk/deb.mk).
+# make deb (the Debian package, mk/deb.mk), make docs (the generated pages of docs/).
 
 CC        ?= cc
 PYTHON    ?= /usr/bin/python3
@@ -47,6 +47,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 TEST_PROGRAMS := $(patsubst tests/programs/%.c,%,$(filter-out tests/programs/lib%,\
                    $(sort $(wildcard tests/programs/*.c))))
 CHECK_DEPS    :=
+DOC_PAGES     :=
 EXTRA_TARGETS :=
 INSTALL_HOOKS :=
 
@@ -54,6 +55,19 @@ INSTALL_HOOKS :=
 all: lib
 
 include $(sort $(wildcard mk/*.mk))
+
+# The generated documentation pages, after every fragment has declared its own in DOC_PAGES (a
+# rule's prerequisites are expanded where it is read). `make docs` writes each over the committed
+# page; `make docs-check`, part of make check, fails with a diff when one differs from the code.
+.PHONY: docs docs-check
+docs: $(DOC_PAGES:%=$(BUILD)/%)
+	@for p in $(DOC_PAGES); do \
+	    cmp -s $(BUILD)/$$p $$p || { cp $(BUILD)/$$p $$p && echo "docs: wrote $$p"; }; done
+docs-check: $(DOC_PAGES:%=$(BUILD)/%)
+	@rc=0; for p in $(DOC_PAGES); do diff -u $$p $(BUILD)/$$p || rc=1; done; \
+	    [ $$rc = 0 ] || echo "docs-check: these pages differ from the code; run 'make docs'" >&2; \
+	    exit $$rc
+check: docs-check
 
 all: $(EXTRA_TARGETS)
 

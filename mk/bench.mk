@@ -1,6 +1,6 @@
 # Benchmarks (issue 6): programs of tests/bench/ become build/tests/<name>, next to the test
 # programs, so that the integration tests can run them once at a tiny size; `make bench` runs
-# scripts/bench, which writes BENCHMARKS.md and docs/bench/*.png.
+# scripts/bench, which writes docs/performance.md and docs/bench/*.png.
 #
 # -O2 (not the test programs' -O1): the benchmark loop should be as lean as a real program's, so
 # that the shim's share of each malloc/free pair is not hidden by a slow loop. -fno-builtin keeps

@@ -1,6 +1,6 @@
-# The roundtrim command's helpers: the option-table printer behind `roundtrim env`, the README's
-# variable table and roundtrim-variables(7), and the installation of the command, its helpers and
-# the examples:
+# The roundtrim command's helpers: the option-table printer behind `roundtrim env`, the variable
+# table of docs/reference/configuration.md and roundtrim-variables(7), and the installation of
+# the command, its helpers and the examples:
 #   $(PREFIX)/bin/roundtrim (told where $(LIBDIR) is, relative to bin/ when under $(PREFIX))
 #   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report (and its modules)
 #   $(EXAMPLESDIR) (default $(PREFIX)/share/roundtrim/examples; Debian: the package's doc folder)

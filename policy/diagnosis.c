@@ -289,8 +289,8 @@ static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
 static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx)
 {
     if (ctx->sites)
-        say(d, " The sites records name the code that allocates it: roundtrim report LOG shows "
-               "the sites that grow.");
+        say(d, " The sites records name the code that allocates it: roundtrim report --sites LOG "
+               "lists the sites that grow.");
     else if (ctx->sites_skipped)
         say(d, " Allocation sites cannot be sampled in this process (%s).", ctx->sites_skipped);
     else
@@ -340,7 +340,7 @@ static void advise_allocator(struct roundtrim_diagnosis *d,
         say(d, " jemalloc returns freed pages once its decay time passes: a shorter one "
                "(MALLOC_CONF=dirty_decay_ms:1000,muzzy_decay_ms:0) keeps less of it.");
     /* Not fewer arenas: measured, a cap at or below the allocating threads ended rounds higher
-     * with cleanup off, and made each trim hold longer (BENCHMARKS.md, the defaults). */
+     * with cleanup off, and made each trim hold longer (docs/performance.md, the defaults). */
     else if (ctx->allocator && strcmp(ctx->allocator, "glibc") == 0)
         say(d, " jemalloc preloaded after roundtrim keeps less of it.");
 }

@@ -102,8 +102,8 @@ class Kept:
 
 # The library's words where sites are sampled, and what the report says instead when none of
 # the sampled sites grows.
-SITES_NAME = ("The sites records name the code that allocates it: roundtrim report LOG shows the "
-              "sites that grow.")
+SITES_NAME = ("The sites records name the code that allocates it: roundtrim report --sites LOG "
+              "lists the sites that grow.")
 SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
               "allocations too small or too rare for the sampling interval to catch so far "
               "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")

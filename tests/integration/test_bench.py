@@ -145,7 +145,7 @@ def test_site_leak_keeps_one_mib_per_round(run_shim, preload):
 def test_sites_section_writes_its_tables(tmp_path):
     """scripts/bench --quick --only sites: every table and row is there, whatever the figures
     (and 'n/a: library without sampling' when the built library has no sampling)."""
-    out = tmp_path / "BENCHMARKS.md"
+    out = tmp_path / "performance.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTRIM_")}
     proc = subprocess.run([os.path.join(ROOT, "scripts", "bench"), "--quick", "--only", "sites",
                            "--out", str(out)], capture_output=True, text=True, timeout=600,
@@ -165,7 +165,7 @@ def test_sites_section_writes_its_tables(tmp_path):
     # One row per workload (the calibration table's rows start with the allocator).
     assert section.count("\n| heaptrack |") == 3
     assert section.count("\n| roundtrim, sampling on |") == 3
-    results = json.loads((tmp_path / "docs" / "bench" / "results.json").read_text())
+    results = json.loads((tmp_path / "bench" / "results.json").read_text())
     if not results["results"]["sites"]["sampling"]:
         assert "n/a: library without sampling" in section
         assert "n/a: library without sampling" in proc.stderr

@@ -397,11 +397,13 @@ def test_round_wait_needs_a_round_log_it_can_read(spawn):
 
 
 def readme_round_examples():
-    """The `roundtrim round` examples of the README that look the process up, as written."""
-    text = (REPO / "README.md").read_text()
+    """The `roundtrim round` examples of the command's guide that look the process up, as
+    written."""
+    text = (REPO / "docs" / "guide" / "roundtrim-command.md").read_text()
     found = [line.strip()[2:] for line in text.splitlines()
              if line.strip().startswith("$ roundtrim round") and "pgrep" in line]
-    assert found, "the README has no 'roundtrim round \"$(pgrep ...)\"' example any more"
+    assert found, "docs/guide/roundtrim-command.md has no 'roundtrim round \"$(pgrep ...)\"' " \
+        "example any more"
     return found
 
 
@@ -886,19 +888,18 @@ def test_the_pod_spec_preloads_from_a_mounted_volume():
     assert any(m["name"] == mounts[lib_dir] for m in init["volumeMounts"])
 
 
-# ---- the README's table -----------------------------------------------------------------------
+# ---- the configuration page's table ----------------------------------------------------------
 
 
-def test_the_readme_table_is_the_option_table():
-    assert (REPO / "README.md").is_file(), "README.md is missing"
-    readme = (REPO / "README.md").read_text()
-    m = re.search(r"<!-- options:begin -->\n(.*?)<!-- options:end -->", readme, re.S)
-    assert m, "README.md lacks the <!-- options:begin --> / <!-- options:end --> markers"
+def test_the_configuration_pages_table_is_the_option_table():
+    page = REPO / "docs" / "reference" / "configuration.md"
+    assert page.is_file(), f"{page} is missing"
+    m = re.search(r"<!-- options:begin -->\n(.*?)<!-- options:end -->", page.read_text(), re.S)
+    assert m, f"{page} lacks the <!-- options:begin --> / <!-- options:end --> markers"
     table = subprocess.run([str(OPTIONS_TOOL), "--format", "markdown"], capture_output=True,
                            text=True, check=True).stdout
     assert m.group(1).strip() == table.strip(), \
-        "README.md's variable table differs: paste the output of build/roundtrim-options " \
-        "--format markdown between the markers"
+        f"{page}'s variable table differs from the option table: run 'make docs'"
 
 
 if __name__ == "__main__":

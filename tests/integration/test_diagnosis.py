@@ -296,7 +296,8 @@ def test_a_leak_sampled_with_sites_names_the_growing_site(run_shim):
 def test_a_torch_tensor_kept_per_round_is_named_by_the_line_that_keeps_it(run_shim):
     pytest.importorskip("torch")
     res = python(run_shim, "torch_leak", ROUNDTRIM_SITES="true")
-    assert "roundtrim report LOG shows the sites that grow" in last_diagnosis(res)["advice"]
+    assert "roundtrim report --sites LOG lists the sites that grow" in \
+        last_diagnosis(res)["advice"]
     (proc,) = report_json(res.log_path)
     d = proc["diagnosis"]
     assert d["cause"] == "leak", d
@@ -384,8 +385,8 @@ def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(t
                   "cause": "leak", "mixed": False, "decided_by": "growth", "rounds": 5,
                   "first_round": 2, "last_round": 6, "growth_bytes_per_round": 65536,
                   "advice": "Live memory grows 64 KiB per round. The sites records name the "
-                            "code that allocates it: roundtrim report LOG shows the sites that "
-                            "grow."})
+                            "code that allocates it: roundtrim report --sites LOG lists the "
+                            "sites that grow."})
     lines.append({"event": "exit", "pid": 7, "ts": 1700000008.0})
     log.write_text("".join(json.dumps(l) + "\n" for l in lines))
     (proc,) = report_json(log)

@@ -489,7 +489,7 @@ def test_random_hostile_environments_change_nothing_but_roundtrim_output(run_shi
 
 def test_musl_program_refuses_the_library_as_the_readme_says(tmp_path):
     """A glibc-built library in LD_PRELOAD of a musl-linked program: the loader refuses it and the
-    program does not start (README, Known limits)."""
+    program does not start (docs/limits.md)."""
     if not shutil.which("musl-gcc"):
         pytest.fail("musl-gcc is missing: scripts/install-deps installs musl-tools")
     src = tmp_path / "hello.c"

@@ -1,7 +1,7 @@
 """No setting that does nothing goes unsaid: a misspelled ROUNDTRIM_ variable gets one line naming
 the one meant, a Python hook that never attached says why and what to do instead, a process with
-a log that ends no round in its first minutes says so in its start record, and the README's way
-of ending a round from Python works with and without the library."""
+a log that ends no round in its first minutes says so in its start record, and the documented
+way of ending a round from Python works with and without the library."""
 
 import os
 import re
@@ -69,13 +69,18 @@ def test_a_secure_exec_program_reads_no_name_and_says_nothing(setuid_probe):  # 
         "roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")]
 
 
-# ---- the README's call from Python ----------------------------------------------------------
+# ---- the documented call from Python -----------------------------------------------------------
+
+PYTHON_CALL = re.compile(r"`(getattr\(ctypes\.CDLL\(None\), \"roundtrim_round_end\"[^`]*)`")
 
 
 def readme_python_call():
-    text = (ROOT / "README.md").read_text()
-    m = re.search(r"from Python: `([^`]+)`", text)
-    assert m, "the README's round sources table has no Python call"
+    """The README's one-line call from Python, as written; the guide's table gives the same."""
+    m = PYTHON_CALL.search((ROOT / "README.md").read_text())
+    assert m, "the README has no one-line Python call of roundtrim_round_end any more"
+    guide = (ROOT / "docs" / "guide" / "rounds.md").read_text()
+    assert m.group(1) in PYTHON_CALL.findall(guide), \
+        "docs/guide/rounds.md gives another Python call than the README"
     return m.group(1)
 
 

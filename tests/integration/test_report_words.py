@@ -53,7 +53,7 @@ def test_each_skip_reason_shown_is_explained_once_in_the_order_shown(tmp_path):
         "no_yield", "little_to_gain", "budget", "pause_limit", "something_new"]
     assert "ROUNDTRIM_CLEANUP_BUDGET" in legend[2]
     assert "ROUNDTRIM_TRIM_PAUSE_MS" in legend[3]
-    assert legend[4] == "    something_new: see the round log in the README"
+    assert legend[4] == "    something_new: see docs/reference/round-log.md"
 
 
 def test_every_reason_the_cleanup_policy_gives_has_words():

@@ -11,7 +11,7 @@ if pid == 0:
     worker = threading.Thread(target=done.wait)
     worker.start()
     # Ready: the child's fork handlers ran long ago (a signal that reaches a child before they
-    # run is not a round, see README "Known limits").
+    # run is not a round, see docs/limits.md).
     os.write(1, b"%d\n" % os.getpid())
     worker.join()
     os._exit(0)

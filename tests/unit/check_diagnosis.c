@@ -321,7 +321,7 @@ START_TEST(fragmentation_advice_fits_the_allocator)
     struct roundtrim_diagnosis d;
     roundtrim_diagnose(s, make(s, 10, &sh, true, false), &ctx, &d); /* glibc */
     ck_assert(d.findings & RT_FIND_FREE_HEAP);
-    /* Fewer arenas are no advice: measured, they do not keep less (BENCHMARKS.md). */
+    /* Fewer arenas are no advice: measured, they do not keep less (docs/performance.md). */
     ck_assert_ptr_null(strstr(d.advice, "MALLOC_ARENA_MAX"));
     ck_assert_ptr_nonnull(strstr(d.advice, "jemalloc preloaded after roundtrim"));
     ctx.allocator = "jemalloc";
