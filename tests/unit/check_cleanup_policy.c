@@ -7,6 +7,7 @@
 #include "policy/cleanup_policy.h"
 #include "policy/round_record.h"
 #include "run_suite.h"
+#include "trim_machines.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -318,14 +319,6 @@ START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
     ck_skip(&p, RT_CLEAN_DEVICE, "budget");
 }
 END_TEST
-
-/* Measurements from two machines of one kind (2 cores, glibc 2.36): the 4-thread fragmenting
- * workload leaves 445 MiB of freed heap a round, the largest arena a quarter of it. A whole
- * malloc_trim(0) took 85 ms on the fast one (0.19 ms per MiB) and 712 ms on the slow one
- * (1.6 ms per MiB); with two CPU-bound processes beside it, about three times that. */
-#define FRAG_FREE_MIB    445
-#define FRAG_ARENA_SHARE 250
-static const uint64_t trim_us_fast = 85000, trim_us_slow = 712000;
 
 static struct roundtrim_policy_inputs frag_round(bool holds_possible)
 {

@@ -7,6 +7,7 @@
 #include "policy/cleanup_policy.h"
 #include "policy/trim_steps.h"
 #include "run_suite.h"
+#include "trim_machines.h"
 
 #define MIB (1024ll * 1024ll)
 
@@ -20,12 +21,6 @@ static const struct roundtrim_policy_settings defaults = {
     .pause_us = 100000,
 };
 
-/* Measurements from two machines of one kind (2 cores, glibc 2.36): a whole malloc_trim(0) of
- * 445 MiB of freed heap took 85 ms on the fast one (0.19 ms per MiB) and 712 ms on the slow one
- * (1.6 ms per MiB). */
-#define MEASURED_MIB 445
-static const uint64_t trim_us_fast = 85000, trim_us_slow = 712000;
-
 struct worker {
     struct roundtrim_policy_state st;
     struct roundtrim_step_base base;
@@ -38,7 +33,7 @@ static void start(struct worker *w, uint64_t trim_us)
 {
     memset(w, 0, sizeof *w);
     roundtrim_policy_round_time(&w->st, &defaults, 10000000);
-    roundtrim_policy_learn(&w->st, RT_CLEAN_TRIM, true, trim_us, MEASURED_MIB * MIB);
+    roundtrim_policy_learn(&w->st, RT_CLEAN_TRIM, true, trim_us, FRAG_FREE_MIB * MIB);
     w->in.cleaning = true;
     w->in.glibc_counted = true;
     w->in.holds_possible = true;
@@ -105,7 +100,7 @@ START_TEST(the_largest_arena_sets_the_hold)
     struct worker w;
     start(&w, trim_us_slow);
     int64_t whole = step_size_mib(&w);
-    w.in.largest_arena_permille = 250;
+    w.in.largest_arena_permille = FRAG_ARENA_SHARE;
     int64_t quarter = step_size_mib(&w);
     ck_assert_int_ge(quarter, 4 * whole - 4);
     ck_assert_int_le(quarter, 4 * whole + 4);
@@ -192,7 +187,7 @@ START_TEST(steps_wait_where_the_policy_does_not_trim_on_its_own)
     roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, false, 1000, 10 * MIB);
     ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_NONE);
     /* One that gave back: the steps resume (the quick fruitless trims lowered the rate). */
-    roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_fast, MEASURED_MIB * MIB);
+    roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_fast, FRAG_FREE_MIB * MIB);
     ck_assert_int_eq(sample(&w, 400).kind, RT_STEP_WHOLE);
 }
 END_TEST
@@ -241,10 +236,10 @@ START_TEST(after_a_slow_reading_the_round_end_backs_off_and_comes_back)
     struct worker w;
     start(&w, trim_us_fast);
     w.in.holds_possible = false;
-    roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_slow * 3, MEASURED_MIB * MIB);
+    roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_slow * 3, FRAG_FREE_MIB * MIB);
     struct roundtrim_policy_inputs round = {
         .heap_free_known = true,
-        .heap_free = MEASURED_MIB * MIB,
+        .heap_free = FRAG_FREE_MIB * MIB,
         .rss = 1024 * MIB,
         .trim_possible = true,
         .trim_pauses = true,
@@ -265,7 +260,7 @@ START_TEST(after_a_slow_reading_the_round_end_backs_off_and_comes_back)
         }
         ck_assert(plan.trim_retry);
         retried_at = r;
-        roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_fast, MEASURED_MIB * MIB);
+        roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_fast, FRAG_FREE_MIB * MIB);
     }
     ck_assert_int_gt(held, 0);
     ck_assert_int_gt(retried_at, 0);
