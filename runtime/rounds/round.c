@@ -143,6 +143,7 @@ static void policy_inputs(const struct roundtrim_round_record *r, bool pressure,
     in->trim_possible = roundtrim_allocator_kind() != RT_ALLOC_OTHER;
     in->trim_pauses = roundtrim_allocator_kind() == RT_ALLOC_GLIBC;
     in->trim_holds_possible = in->trim_pauses && roundtrim_trim_holds_possible();
+    in->program_trimmed = roundtrim_program_trim_count() != program_trims_seen;
     in->device_known = part_known(r, RT_PART_DEVICE_CACHED);
     in->device_cached = r->memory.value[RT_PART_DEVICE_CACHED];
 }
@@ -220,12 +221,9 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
     uint64_t released = 0;
     bool held = false; /* done in holds */
     r->trim_retry = plan->trim_retry;
-    if (set->adaptive && !in->pressure && roundtrim_program_trim_count() != program_trims_seen &&
-        roundtrim_allocator_kind() == RT_ALLOC_GLIBC) {
-        r->trim_skipped = "program_trim"; /* the program trimmed since: nothing left to return */
-    } else if (!plan->run[RT_CLEAN_TRIM] ||
-               (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
-                plan->predicted_pause_us > 0)) {
+    if (!plan->run[RT_CLEAN_TRIM] ||
+        (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
+         plan->predicted_pause_us > 0)) {
         /* Left out, or predicted over the limit where the arenas could not be walked: the limit
          * holds it back. (A first trim, with no rate to predict by, runs whole.) */
         r->trim_skipped =
