@@ -59,7 +59,7 @@ UNIT_CFLAGS_check_option_defaults := -I$(BUILD)/gen
 # record): the library's policy/diagnosis.c itself.
 ROUNDTRIM_DIAGNOSE_SRCS := scripts/roundtrim-diagnose.c $(POLICY_SRCS)
 
-$(BUILD)/roundtrim-diagnose: $(ROUNDTRIM_DIAGNOSE_SRCS) $(wildcard policy/*.h)
+$(BUILD)/roundtrim-diagnose: $(ROUNDTRIM_DIAGNOSE_SRCS) $(wildcard policy/*.h policy/*.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS) $(ROUNDTRIM_DIAGNOSE_SRCS) \
 	    $(DIST_LDFLAGS) -o $@

@@ -167,6 +167,13 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
             plan->skipped[cheapest] = "budget";
         plan->run[cheapest] = plan->skipped[cheapest] == NULL;
     }
+    /* The program trimmed glibc's heap itself since the last cleanup: nothing is left to return
+     * (its share of the allowance stays spent, as if it had run). */
+    if (in->program_trimmed && in->trim_pauses) {
+        plan->run[RT_CLEAN_TRIM] = plan->trim_in_holds = false;
+        plan->skipped[RT_CLEAN_TRIM] = "program_trim";
+        plan->predicted_pause_us = 0;
+    }
 }
 
 void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,

@@ -6,6 +6,7 @@
  *               RSS), and its predicted pause fits the pause limit;
  *   gc          when collections find garbage: ours last time, or the interpreter's own;
  *   device      when the PyTorch cache and the driver's pools hold enough;
+ * (a glibc trim not when the program trimmed the heap itself since the last cleanup);
  * all within a budget of cleanup CPU time per round time: while the cleanups so far spent more
  * than their share, an action runs only if its usual cost fits in what the rounds since the last
  * cleanup earned (cheapest first), so an expensive gc never holds back a cheap cache release. An
@@ -67,6 +68,7 @@ struct roundtrim_policy_inputs {
     bool trim_possible;              /* the allocator has a release (glibc, jemalloc) */
     bool trim_pauses;                /* the release holds the heap's locks while it works (glibc) */
     bool trim_holds_possible;        /* it can be done in holds each under the limit */
+    bool program_trimmed;            /* the program called malloc_trim since the last cleanup */
     bool gc_evidence;                /* the interpreter's own collections ran since the last look */
     uint64_t gc_collected;           /* and the objects they found */
     bool device_known;

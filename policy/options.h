@@ -1,5 +1,7 @@
-/* The option table: every environment variable roundtrim reads, its default and its meaning.
- * One table drives parsing, the "start" record, `roundtrim env` and the README's variable table. */
+/* The option table: every environment variable roundtrim reads, its default and its meaning,
+ * each written once in policy/options.def. One table drives parsing, the "start" record,
+ * `roundtrim env` and the README's variable table; each row locates its value in struct
+ * roundtrim_config, so no code names the options one by one. */
 #ifndef ROUNDTRIM_POLICY_OPTIONS_H
 #define ROUNDTRIM_POLICY_OPTIONS_H
 
@@ -7,37 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define ROUNDTRIM_DAY_S (24u * 3600u)
+
 enum roundtrim_option_id {
-    RT_OPT_DISABLE,
-    RT_OPT_ROLE,
-    RT_OPT_GC_ROUNDS,
-    RT_OPT_ADAPTIVE,
-    RT_OPT_TRIM_MIN_MIB,
-    RT_OPT_TRIM_MIN_PERCENT,
-    RT_OPT_TRIM_PAUSE_MS,
-    RT_OPT_CLEANUP_BUDGET,
-    RT_OPT_CUDA_CACHE_MIN_MIB,
-    RT_OPT_ROUND_SIGNAL,
-    RT_OPT_EAGER_WORKER,
-    RT_OPT_LOG,
-    RT_OPT_ARENA_MAX,
-    RT_OPT_MMAP_THRESHOLD,
-    RT_OPT_CUDA_EMPTY_CACHE,
-    RT_OPT_PY_GC,
-    RT_OPT_PY_HOOK,
-    RT_OPT_PY_JOB_WAIT_MS,
-    RT_OPT_INTERVAL_S,
-    RT_OPT_PRESSURE_WARN,
-    RT_OPT_PRESSURE_CLEAN,
-    RT_OPT_PRESSURE_GAP_S,
-    RT_OPT_SAMPLE_MS,
-    RT_OPT_PROM_FILE,
-    RT_OPT_CGROUP_DIR,
-    RT_OPT_PEAK_RESET,
-    RT_OPT_EXIT_BUDGET_MS,
-    RT_OPT_SITES,
-    RT_OPT_SITES_SAMPLE,
-    RT_OPT_DIAG_ROUNDS,
+#define ROUNDTRIM_OPTION(ID, field, TYPE, ...) RT_OPT_##ID,
+#include "policy/options.def"
+#undef ROUNDTRIM_OPTION
     RT_OPT_COUNT
 };
 
@@ -51,6 +28,13 @@ enum roundtrim_option_type {
 
 enum roundtrim_role { RT_ROLE_CLIENT, RT_ROLE_SERVER };
 
+/* The C type of each option type's value in struct roundtrim_config. */
+#define RT_CTYPE_BOOL   bool
+#define RT_CTYPE_UINT   uint64_t
+#define RT_CTYPE_ROLE   enum roundtrim_role
+#define RT_CTYPE_SIGNAL int
+#define RT_CTYPE_STRING const char *
+
 /* Where a setting's value came from. */
 enum roundtrim_source_kind {
     RT_FROM_DEFAULT,  /* the built-in default */
@@ -61,15 +45,19 @@ enum roundtrim_source_kind {
 
 struct roundtrim_option {
     enum roundtrim_option_id id;
-    const char *name;  /* ROUNDTRIM_... */
-    const char *alias; /* a variable our users already set (NVFLARE_...), or NULL */
+    const char *name;       /* ROUNDTRIM_... */
+    const char *alias;      /* a variable our users already set (NVFLARE_...), or NULL */
+    bool alias_client_only; /* the alias describes client processes: a server does not read it */
     enum roundtrim_option_type type;
+    size_t offset;     /* of the value in struct roundtrim_config */
     uint64_t min, max; /* for RT_TYPE_UINT */
     /* The default, written once, as a variable would give it (the same parser reads both); NULL
      * when the option is unset by default. server_default: the server role's when it differs. */
     const char *default_value;
     const char *server_default;
     const char *default_note; /* what the default means ("off"), shown after it; or NULL */
+    /* glibc's own setting of the same knob, which wins when set (the value is then 0), or NULL */
+    const char *glibc_variable, *glibc_tunable;
     const char *meaning;
 };
 
@@ -84,41 +72,19 @@ struct roundtrim_setting {
     const char *value_from; /* the variable that set it (for RT_FROM_VARIABLE / RT_FROM_GLIBC) */
 };
 
+/* Every option's value (the field its entry in policy/options.def names), then where each came
+ * from and the warnings the environment gave. */
 struct roundtrim_config {
-    bool disabled;
-    enum roundtrim_role role;
-    uint64_t gc_rounds;        /* 0: never clean */
-    bool adaptive;             /* each action when it gives memory back; false: the fixed period */
-    uint64_t trim_min_mib;     /* freed heap worth a trim */
-    uint64_t trim_min_percent; /* ... and as a share of RSS */
-    uint64_t trim_pause_ms;    /* the longest a trim may hold the heap; 0: no limit */
-    uint64_t cleanup_budget;   /* percent of round time cleanups may use; 0: no cap */
-    uint64_t cuda_cache_min_mib; /* device cache worth a release */
-    int round_signal;            /* 0: no signal */
-    bool eager_worker;           /* start the worker at process start, not at the first round */
-    const char *log_path;        /* NULL: no log; "stderr" for standard error */
-    uint64_t arena_max;          /* 0: leave glibc's own */
-    uint64_t mmap_threshold;     /* bytes; 0: leave glibc's dynamic threshold */
-    bool cuda_empty_cache;
-    bool py_gc;
-    const char *py_hook;     /* "auto", "none" or "module:qualname[,...]" */
-    uint64_t py_job_wait_ms; /* the longest a cleanup waits for a Python job */
-    uint64_t interval_s;     /* 0: no timer rounds */
-    uint64_t pressure_warn;  /* percent; 0: off */
-    uint64_t pressure_clean; /* percent; 0: off */
-    uint64_t pressure_gap_s; /* least time between two pressure cleanups */
-    uint64_t sample_ms;
-    const char *prom_file;   /* NULL: no metrics file */
-    const char *cgroup_dir;  /* NULL: discover from /proc/self/cgroup */
-    bool peak_reset;         /* reset the kernel's VmHWM at each boundary (clear_refs) */
-    uint64_t exit_budget_ms; /* the most time the exit path spends recording */
-    bool sites;              /* sample allocation sites */
-    uint64_t sites_sample;   /* mean bytes between two samples */
-    uint64_t diag_rounds;    /* rounds a diagnosis looks back over, and between two of them */
+#define ROUNDTRIM_OPTION(ID, field, TYPE, ...) RT_CTYPE_##TYPE field;
+#include "policy/options.def"
+#undef ROUNDTRIM_OPTION
     struct roundtrim_setting setting[RT_OPT_COUNT];
     unsigned warning_count;
     char warnings[ROUNDTRIM_MAX_WARNINGS][ROUNDTRIM_WARNING_LEN];
 };
+
+/* Where option id's value lives in cfg: a RT_CTYPE_<TYPE> of the option's type. */
+void *roundtrim_config_field(struct roundtrim_config *cfg, enum roundtrim_option_id id);
 
 /* The default as people read it: "85", "1 (client), 5 (server)", "0 (off)", "(unset)". */
 void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, size_t len);

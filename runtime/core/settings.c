@@ -35,6 +35,18 @@ static const char *keep_string(enum roundtrim_option_id id, const char *s)
     return copy;
 }
 
+/* Every text option set by a variable, copied out of the environment. */
+static void keep_strings(void)
+{
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        enum roundtrim_option_id id = (enum roundtrim_option_id)i;
+        if (roundtrim_options[id].type != RT_TYPE_STRING)
+            continue;
+        const char **value = roundtrim_config_field(&config, id);
+        *value = keep_string(id, *value);
+    }
+}
+
 const struct roundtrim_config *roundtrim_config(void)
 {
     return &config;
@@ -123,10 +135,7 @@ bool roundtrim_settings_load(void)
     if (getauxval(AT_SECURE))
         return false;
     roundtrim_config_load(&config, env_lookup, NULL);
-    config.log_path = keep_string(RT_OPT_LOG, config.log_path);
-    config.py_hook = keep_string(RT_OPT_PY_HOOK, config.py_hook);
-    config.prom_file = keep_string(RT_OPT_PROM_FILE, config.prom_file);
-    config.cgroup_dir = keep_string(RT_OPT_CGROUP_DIR, config.cgroup_dir);
+    keep_strings();
     for (unsigned i = 0; i < config.warning_count; i++)
         roundtrim_warn(config.warnings[i]);
     warn_unknown_names();

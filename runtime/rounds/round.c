@@ -8,6 +8,7 @@
 #include "policy/cleanup_policy.h"
 #include "policy/pressure.h"
 #include "policy/round_record.h"
+#include "policy/trim_steps.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/core/clock.h"
 #include "runtime/cuda/track.h"
@@ -87,10 +88,9 @@ static uint64_t below(uint64_t before, uint64_t now)
 static struct roundtrim_policy_state policy;
 static uint32_t largest_arena_permille; /* from the latest round's memory */
 
-/* Trims in steps, between round ends (see trim_step_maybe). */
+/* Trims in steps, between round ends (policy/trim_steps.h). */
 static struct {
-    bool based;                        /* freed_base taken (a fork child takes its own) */
-    int64_t freed_base;                /* the process's net freed heap bytes at the last trim */
+    struct roundtrim_step_base base;   /* where the freed heap is counted from */
     uint64_t count, released, us, cpu; /* since the last round record */
     uint64_t holds, hold_max_us, holds_waited;
 } steps;
@@ -143,6 +143,7 @@ static void policy_inputs(const struct roundtrim_round_record *r, bool pressure,
     in->trim_possible = roundtrim_allocator_kind() != RT_ALLOC_OTHER;
     in->trim_pauses = roundtrim_allocator_kind() == RT_ALLOC_GLIBC;
     in->trim_holds_possible = in->trim_pauses && roundtrim_trim_holds_possible();
+    in->program_trimmed = roundtrim_program_trim_count() != program_trims_seen;
     in->device_known = part_known(r, RT_PART_DEVICE_CACHED);
     in->device_cached = r->memory.value[RT_PART_DEVICE_CACHED];
 }
@@ -220,12 +221,9 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
     uint64_t released = 0;
     bool held = false; /* done in holds */
     r->trim_retry = plan->trim_retry;
-    if (set->adaptive && !in->pressure && roundtrim_program_trim_count() != program_trims_seen &&
-        roundtrim_allocator_kind() == RT_ALLOC_GLIBC) {
-        r->trim_skipped = "program_trim"; /* the program trimmed since: nothing left to return */
-    } else if (!plan->run[RT_CLEAN_TRIM] ||
-               (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
-                plan->predicted_pause_us > 0)) {
+    if (!plan->run[RT_CLEAN_TRIM] ||
+        (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
+         plan->predicted_pause_us > 0)) {
         /* Left out, or predicted over the limit where the arenas could not be walked: the limit
          * holds it back. (A first trim, with no rate to predict by, runs whole.) */
         r->trim_skipped =
@@ -246,10 +244,8 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
         r->trim_released_bytes = released;
         if (!done)
             r->trim_skipped = "no_release"; /* an allocator with none (said once on stderr) */
-        if (!roundtrim_allocator_counts_skipped()) {
-            steps.freed_base = net_freed_now();
-            steps.based = true;
-        }
+        if (!roundtrim_allocator_counts_skipped())
+            roundtrim_trim_step_rebase(&steps.base, net_freed_now());
         uint64_t measure = in->heap_free_known ? in->heap_free : 0;
         bool gave = r->trim_released_bytes >= GAVE_BACK_BYTES;
         if (held)
@@ -343,42 +339,30 @@ static void steps_into_record(struct roundtrim_round_record *r)
     steps.holds = steps.hold_max_us = steps.holds_waited = 0;
 }
 
-/* glibc holds an arena's lock for the whole of its part of a trim, so a round end that meets a
- * large freed heap at once would hold the program's threads past ROUNDTRIM_TRIM_PAUSE_MS. The
- * worker's samples (every 100 ms once rounds began) watch the heap freed since the last trim,
- * from the counters (no walk, no lock), and trim as soon as a trim of it would take half the
- * limit: many short holds instead of one long one, where the program frees as it goes (a burst
- * of frees between two samples is the round end's to judge). Round lock held. */
+/* A trim step, between round ends, when the policy finds one due (policy/trim_steps.h): the
+ * worker's samples (every 100 ms once rounds began) read the heap freed since the last trim
+ * from the counters (no walk, no lock). Round lock held. */
 static void trim_step_maybe(void)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
-    if (!cfg->adaptive || cfg->gc_rounds == 0 || cfg->trim_pause_ms == 0 ||
-        roundtrim_allocator_kind() != RT_ALLOC_GLIBC || roundtrim_allocator_counts_skipped() ||
-        policy.trim_rate == 0 || (cfg->cleanup_budget > 0 && policy.credit_us < 0) ||
-        policy.act[RT_CLEAN_TRIM].probe_gap > 0 ||
-        roundtrim_program_trim_count() != program_trims_seen)
-        return;
-    int64_t net = net_freed_now();
-    if (!steps.based || net <= steps.freed_base) {
-        /* The first look, or the heap grew back over what was freed: nothing new is free. */
-        steps.based = true;
-        steps.freed_base = net;
-        return;
-    }
-    uint64_t freed = (uint64_t)(net - steps.freed_base);
-    uint64_t share = largest_arena_permille ? largest_arena_permille : 1000;
-    uint64_t pause = policy.trim_rate * (freed >> 20) / 1000 * share;
-    /* Under half the limit: wait for more. Over it (a burst of frees between two samples): in
-     * holds each under the limit, where the arenas can be walked; else the round's end decides,
-     * and says so. */
-    bool in_holds = pause > cfg->trim_pause_ms * 1000u;
-    if (pause < cfg->trim_pause_ms * 1000u / 2 || (in_holds && !roundtrim_trim_holds_possible()))
+    struct roundtrim_policy_settings set;
+    struct roundtrim_step_inputs in = {
+        .cleaning = cfg->gc_rounds > 0,
+        .glibc_counted =
+            roundtrim_allocator_kind() == RT_ALLOC_GLIBC && !roundtrim_allocator_counts_skipped(),
+        .program_trimmed = roundtrim_program_trim_count() != program_trims_seen,
+        .largest_arena_permille = largest_arena_permille,
+    };
+    struct roundtrim_step_plan plan;
+    policy_settings(&set);
+    in.net_freed = net_freed_now();
+    in.holds_possible = in.glibc_counted && roundtrim_trim_holds_possible();
+    roundtrim_trim_step_decide(&policy, &set, &steps.base, &in, &plan);
+    if (plan.kind == RT_STEP_NONE)
         return;
     uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
-    if (in_holds) {
-        struct roundtrim_policy_settings set;
+    if (plan.kind == RT_STEP_IN_HOLDS) {
         struct roundtrim_holds_done d;
-        policy_settings(&set);
         if (!roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
             return;
         us = d.us;
@@ -391,11 +375,7 @@ static void trim_step_maybe(void)
     }
     uint64_t released = below(rss, roundtrim_rss_bytes());
     uint64_t spent = roundtrim_thread_cpu_us() - cpu;
-    /* A step that found little teaches the rate nothing and is no verdict on the round end's. */
-    if (released >= GAVE_BACK_BYTES && !in_holds)
-        roundtrim_policy_learn(&policy, RT_CLEAN_TRIM, true, us, freed);
-    roundtrim_policy_charge(&policy, spent);
-    steps.freed_base = net_freed_now();
+    roundtrim_trim_step_done(&policy, &steps.base, &plan, released, us, spent, net_freed_now());
     steps.count++;
     steps.released += released;
     steps.us += us;

@@ -7,6 +7,7 @@
 #include "policy/cleanup_policy.h"
 #include "policy/round_record.h"
 #include "run_suite.h"
+#include "trim_machines.h"
 
 #define MIB (1024ull * 1024ull)
 
@@ -319,14 +320,6 @@ START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
 }
 END_TEST
 
-/* Measurements from two machines of one kind (2 cores, glibc 2.36): the 4-thread fragmenting
- * workload leaves 445 MiB of freed heap a round, the largest arena a quarter of it. A whole
- * malloc_trim(0) took 85 ms on the fast one (0.19 ms per MiB) and 712 ms on the slow one
- * (1.6 ms per MiB); with two CPU-bound processes beside it, about three times that. */
-#define FRAG_FREE_MIB    445
-#define FRAG_ARENA_SHARE 250
-static const uint64_t trim_us_fast = 85000, trim_us_slow = 712000;
-
 static struct roundtrim_policy_inputs frag_round(bool holds_possible)
 {
     struct roundtrim_policy_inputs in = glibc_round(FRAG_FREE_MIB, 520);
@@ -499,6 +492,38 @@ START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits_where_no_holds_are_p
 }
 END_TEST
 
+/* A program that called malloc_trim itself since the last cleanup (NVFlare's clients do, at
+ * their round ends) left glibc's heap nothing to return: the trim says so, even one the pause
+ * limit would have done in holds; jemalloc's purge, the fixed period and pressure are not
+ * concerned. */
+START_TEST(a_program_that_trims_itself_leaves_the_trim_nothing_to_do)
+{
+    struct roundtrim_policy_state st;
+    memset(&st, 0, sizeof st);
+    roundtrim_policy_learn(&st, RT_CLEAN_TRIM, true, trim_us_slow, FRAG_FREE_MIB * MIB);
+    struct roundtrim_policy_inputs in = frag_round(true);
+    in.program_trimmed = true;
+    struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
+    ck_skip(&p, RT_CLEAN_TRIM, "program_trim");
+    ck_assert(!p.trim_in_holds);
+    ck_assert_uint_eq(p.predicted_pause_us, 0);
+    ck_assert(p.run[RT_CLEAN_GC]);
+    in.trim_pauses = in.trim_holds_possible = false; /* jemalloc */
+    p = decide(&st, &defaults, &in);
+    ck_assert(p.run[RT_CLEAN_TRIM]);
+    in = frag_round(true);
+    in.program_trimmed = true;
+    struct roundtrim_policy_settings fixed = defaults;
+    fixed.adaptive = false;
+    ck_assert(decide(&st, &fixed, &in).run[RT_CLEAN_TRIM]);
+    in.pressure = true;
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+    /* Not since: the trim is judged as usual. */
+    in = frag_round(true);
+    ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_TRIM]);
+}
+END_TEST
+
 START_TEST(memory_pressure_runs_everything)
 {
     struct roundtrim_policy_state st;
@@ -549,6 +574,7 @@ int main(void)
     tcase_add_test(tc, without_holds_a_trim_held_back_is_tried_again_and_its_rate_measured_anew);
     tcase_add_test(tc, a_slow_hold_shortens_the_next_and_an_idle_program_gets_longer_ones);
     tcase_add_test(tc, every_hold_teaches_the_rate);
+    tcase_add_test(tc, a_program_that_trims_itself_leaves_the_trim_nothing_to_do);
     tcase_add_test(tc, memory_pressure_runs_everything);
     tcase_add_test(tc, the_record_gives_the_cpu_share_with_two_decimals);
     suite_add_tcase(s, tc);

@@ -28,6 +28,42 @@ START_TEST(table_rows_match_their_ids)
 }
 END_TEST
 
+/* The rows are read in order: the role comes before every default and alias it decides. */
+START_TEST(role_is_read_before_what_it_decides)
+{
+    for (int i = 0; i <= RT_OPT_ROLE; i++) {
+        ck_assert_ptr_null(roundtrim_options[i].server_default);
+        ck_assert(!roundtrim_options[i].alias_client_only);
+    }
+}
+END_TEST
+
+/* Each row locates its value: what a variable sets is what the row's field holds. */
+START_TEST(rows_locate_their_values)
+{
+    const char *env[] = {"ROUNDTRIM_DIAG_ROUNDS",
+                         "17",
+                         "ROUNDTRIM_PROM_FILE",
+                         "/tmp/m.prom",
+                         "ROUNDTRIM_ROUND_SIGNAL",
+                         "USR2",
+                         NULL};
+    load(env);
+    ck_assert_ptr_eq(roundtrim_config_field(&cfg, RT_OPT_DIAG_ROUNDS), &cfg.diag_rounds);
+    ck_assert_uint_eq(cfg.diag_rounds, 17);
+    ck_assert_str_eq(cfg.prom_file, "/tmp/m.prom");
+    ck_assert_int_eq(cfg.round_signal, SIGUSR2);
+    /* A text option the caller could not keep shows its default. */
+    cfg.py_hook = NULL;
+    char text[64];
+    roundtrim_config_value_text(&cfg, RT_OPT_PY_HOOK, text, sizeof text);
+    ck_assert_str_eq(text, "auto");
+    cfg.prom_file = NULL;
+    roundtrim_config_value_text(&cfg, RT_OPT_PROM_FILE, text, sizeof text);
+    ck_assert_str_eq(text, "");
+}
+END_TEST
+
 /* Each default is written once, in its row: what the parser makes of an empty environment, shown
  * back as text, is that row's text, for both roles. */
 START_TEST(parsed_defaults_equal_the_table_text)
@@ -385,6 +421,8 @@ int main(void)
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("options");
     tcase_add_test(tc, table_rows_match_their_ids);
+    tcase_add_test(tc, role_is_read_before_what_it_decides);
+    tcase_add_test(tc, rows_locate_their_values);
     tcase_add_test(tc, parsed_defaults_equal_the_table_text);
     tcase_add_test(tc, default_text_says_roles_notes_and_unset);
     tcase_add_test(tc, defaults_are_the_client_role);
