@@ -6,17 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Malloc-family traffic; a round's record holds the difference of two cumulative readings. */
-struct roundtrim_traffic {
-    uint64_t
-        malloc_calls; /* every call that returned a block: malloc, calloc, realloc, memalign... */
-    uint64_t free_calls;   /* every call that released a block: free, realloc's old block... */
-    uint64_t malloc_bytes; /* usable size of the blocks handed out */
-    uint64_t free_bytes;   /* usable size of the blocks released */
-    /* glibc: net usable bytes of the large blocks that are mappings of their own (not in the
-     * record; the memory breakdown's arena figures are taken from it) */
-    uint64_t mmapped_net;
-};
+#include "policy/traffic.h"
 
 /* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
 struct roundtrim_cuda_round {
