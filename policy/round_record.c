@@ -1,51 +1,13 @@
 #include "policy/round_record.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/utf8.h"
-
-static void put(struct roundtrim_json *j, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(struct roundtrim_json *j, const char *fmt, ...)
+/* Text as it is: punctuation, numbers. */
+static void put(struct roundtrim_json *j, const char *text)
 {
-    if (j->overflow)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(j->buf + j->len, j->cap - j->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= j->cap - j->len) {
-        j->overflow = true;
-        return;
-    }
-    j->len += (size_t)n;
-}
-
-/* Writes s as a JSON string: quotes, backslashes and control bytes escaped, and every byte that
- * is not part of well-formed UTF-8 replaced by U+FFFD, so that any value copied from the
- * environment or a file name stays one valid JSON string on one line. */
-static void put_escaped(struct roundtrim_json *j, const char *s)
-{
-    put(j, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow;) {
-        size_t n = roundtrim_utf8_sequence(p);
-        if (n == 0) {
-            put(j, "\\ufffd");
-            p++;
-        } else if (*p == '"' || *p == '\\') {
-            put(j, "\\%c", *p++);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            put(j, "\\u%04x", *p++);
-        } else {
-            put(j, "%.*s", (int)n, (const char *)p);
-            p += n;
-        }
-    }
-    put(j, "\"");
+    roundtrim_text_bytes(&j->text, text, strlen(text));
 }
 
 static void key(struct roundtrim_json *j, const char *k)
@@ -54,17 +16,14 @@ static void key(struct roundtrim_json *j, const char *k)
         put(j, ",");
     j->need_comma = true;
     if (k) {
-        put_escaped(j, k);
+        roundtrim_text_json_string(&j->text, k);
         put(j, ":");
     }
 }
 
 void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap)
 {
-    j->buf = buf;
-    j->cap = cap;
-    j->len = 0;
-    j->overflow = cap == 0;
+    roundtrim_text_begin(&j->text, buf, cap);
     j->need_comma = false;
     put(j, "{");
 }
@@ -72,20 +31,20 @@ void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap)
 void roundtrim_json_u64(struct roundtrim_json *j, const char *k, uint64_t v)
 {
     key(j, k);
-    put(j, "%" PRIu64, v);
+    roundtrim_text_u64(&j->text, v);
 }
 
 void roundtrim_json_i64(struct roundtrim_json *j, const char *k, int64_t v)
 {
     key(j, k);
-    put(j, "%" PRId64, v);
+    roundtrim_text_i64(&j->text, v);
 }
 
 void roundtrim_json_str(struct roundtrim_json *j, const char *k, const char *v)
 {
     key(j, k);
     if (v)
-        put_escaped(j, v);
+        roundtrim_text_json_string(&j->text, v);
     else
         put(j, "null");
 }
@@ -93,13 +52,13 @@ void roundtrim_json_str(struct roundtrim_json *j, const char *k, const char *v)
 void roundtrim_json_bool(struct roundtrim_json *j, const char *k, bool v)
 {
     key(j, k);
-    put(j, "%s", v ? "true" : "false");
+    put(j, v ? "true" : "false");
 }
 
 void roundtrim_json_ts(struct roundtrim_json *j, const char *k, double seconds)
 {
     key(j, k);
-    put(j, "%.3f", seconds);
+    roundtrim_text_printf(&j->text, "%.3f", seconds);
 }
 
 void roundtrim_json_percent(struct roundtrim_json *j, const char *k, uint64_t part, uint64_t whole)
@@ -111,7 +70,7 @@ void roundtrim_json_percent(struct roundtrim_json *j, const char *k, uint64_t pa
     }
     /* Two decimals, rounded, without floating point: 12.34 */
     uint64_t hundredths = (part * 10000u + whole / 2) / whole;
-    put(j, "%" PRIu64 ".%02" PRIu64, hundredths / 100, hundredths % 100);
+    roundtrim_text_printf(&j->text, "%" PRIu64 ".%02" PRIu64, hundredths / 100, hundredths % 100);
 }
 
 void roundtrim_json_object_begin(struct roundtrim_json *j, const char *k)
@@ -137,19 +96,13 @@ void roundtrim_json_array_begin(struct roundtrim_json *j, const char *k)
 void roundtrim_json_array_str(struct roundtrim_json *j, const char *v)
 {
     key(j, NULL);
-    put_escaped(j, v);
+    roundtrim_text_json_string(&j->text, v);
 }
 
 void roundtrim_json_raw(struct roundtrim_json *j, const char *text, size_t len)
 {
     key(j, NULL);
-    if (j->overflow || len >= j->cap - j->len) {
-        j->overflow = true;
-        return;
-    }
-    memcpy(j->buf + j->len, text, len);
-    j->len += len;
-    j->buf[j->len] = '\0';
+    roundtrim_text_bytes(&j->text, text, len);
 }
 
 void roundtrim_json_array_end(struct roundtrim_json *j)
@@ -161,7 +114,7 @@ void roundtrim_json_array_end(struct roundtrim_json *j)
 size_t roundtrim_json_end(struct roundtrim_json *j)
 {
     put(j, "}\n");
-    return j->overflow ? 0 : j->len;
+    return roundtrim_text_end(&j->text);
 }
 
 static const struct {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/bounded_text.h"
 #include "policy/traffic.h"
 
 /* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
@@ -119,11 +120,10 @@ struct roundtrim_round_record {
     struct roundtrim_cuda_round cuda;
 };
 
-/* A bounded JSON writer: never writes past cap, and remembers whether it ran out of room. */
+/* A JSON writer over bounded text: never writes past cap, and remembers whether it ran out of
+ * room. */
 struct roundtrim_json {
-    char *buf;
-    size_t cap, len;
-    bool overflow;
+    struct roundtrim_text text;
     bool need_comma;
 };
 
