@@ -26,15 +26,8 @@ struct roundtrim_cuda_round {
  * set that add up to it, each from a source of its own, and the device memory. A part that
  * could not be read has a reason instead (never a silent zero). */
 enum roundtrim_mem_part {
-    RT_PART_HEAP_LIVE,     /* bytes in live malloc blocks (roundtrim's counters) */
-    RT_PART_HEAP_FREE,     /* freed heap the allocator keeps resident: a trim or purge returns it */
-    RT_PART_PYTHON,        /* CPython's small-object arenas (pymalloc), mapped outside malloc */
-    RT_PART_OTHER_ANON,    /* other anonymous memory: mmap by the program, stacks, allocator
-                              metadata */
-    RT_PART_FILE,          /* file-backed resident pages (RssFile) */
-    RT_PART_SHMEM,         /* shared memory (RssShmem) */
-    RT_PART_DEVICE_LIVE,   /* device memory in use (CUDA) */
-    RT_PART_DEVICE_CACHED, /* device memory kept by PyTorch's cache and the driver's pools */
+#define RT_MEM_PART(id, name, meaning) id,
+#include "policy/round_fields.def"
     RT_PART_COUNT
 };
 
