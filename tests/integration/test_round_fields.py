@@ -71,15 +71,23 @@ def test_a_native_program_s_records_keep_to_the_table(run_shim):
     assert any("trim_us" in r and "trim_released_bytes" in r for r in res.rounds)
 
 
+# Each round waits for its record (the cleanup's gc done) before the next: no round is left to
+# the process's end, where gc does not run.
 PY_ROUNDS = """
-import ctypes, gc
+import ctypes, os, time
 end = ctypes.CDLL(None).roundtrim_round_end
+log = os.environ["ROUNDTRIM_LOG"]
+def recorded():
+    return open(log).read().count('"event":"round"') if os.path.exists(log) else 0
 keep = []
-for i in range(3):
+for i in range(1, 4):
     keep.append([[j] for j in range(20000)])
     a = []; a.append(a)  # a cycle for the cleanup's gc
     del a
     end()
+    deadline = time.monotonic() + 60
+    while recorded() < i and time.monotonic() < deadline:
+        time.sleep(0.01)
 """
 
 
