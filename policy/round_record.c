@@ -186,12 +186,12 @@ struct ratio {
     uint64_t part, whole;
 };
 
-static struct ratio roundtrim_ratio(uint64_t part, uint64_t whole)
+static struct ratio share_of(uint64_t part, uint64_t whole)
 {
     return (struct ratio){part, whole};
 }
 
-static bool roundtrim_cuda_host_used(const struct roundtrim_cuda_round *c)
+static bool cuda_host_used(const struct roundtrim_cuda_round *c)
 {
     return c->host_alloc_calls || c->host_free_calls || c->host_live_bytes;
 }
