@@ -1,48 +1,31 @@
 #include "policy/prom_format.h"
 
+#include "policy/bounded_text.h"
 #include "policy/diagnosis.h"
-#include "policy/utf8.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 struct out {
-    char *buf;
-    size_t cap, len;
-    bool overflow;
+    struct roundtrim_text text;
     char labels[320];
 };
 
-static void emit(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void emit(struct out *o, const char *fmt, ...)
-{
-    if (o->overflow)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= o->cap - o->len)
-        o->overflow = true;
-    else
-        o->len += (size_t)n;
-}
-
 static void metric(struct out *o, const char *name, const char *type, const char *help, uint64_t v)
 {
-    emit(o, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n", name, help, name, type, name,
-         o->labels, v);
+    roundtrim_text_printf(&o->text, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n", name, help,
+                          name, type, name, o->labels, v);
 }
 
 static void metric_seconds_typed(struct out *o, const char *name, const char *type,
                                  const char *help, uint64_t us)
 {
-    emit(o, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 ".%06" PRIu64 "\n", name, help, name,
-         type, name, o->labels, us / 1000000u, us % 1000000u);
+    roundtrim_text_printf(&o->text, "# HELP %s %s\n# TYPE %s %s\n%s{%s} ", name, help, name, type,
+                          name, o->labels);
+    roundtrim_text_micro(&o->text, us);
+    roundtrim_text_bytes(&o->text, "\n", 1);
 }
 
 static void metric_seconds(struct out *o, const char *name, const char *help, uint64_t us)
@@ -53,13 +36,13 @@ static void metric_seconds(struct out *o, const char *name, const char *help, ui
 /* One metric with a label of its own per value: the header once, then a line per (value, v). */
 static void labelled_begin(struct out *o, const char *name, const char *type, const char *help)
 {
-    emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    roundtrim_text_printf(&o->text, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static void labelled_value(struct out *o, const char *name, const char *label, const char *value,
                            const char *number)
 {
-    emit(o, "%s{%s,%s=\"%s\"} %s\n", name, o->labels, label, value, number);
+    roundtrim_text_printf(&o->text, "%s{%s,%s=\"%s\"} %s\n", name, o->labels, label, value, number);
 }
 
 /* Where the memory is, and how each part grew per round over the last diagnosis. */
@@ -99,11 +82,12 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
                        roundtrim_cause_name((enum roundtrim_cause)c),
                        c == (int)d->cause ? "1" : "0");
     snprintf(num, sizeof num, "%.0f", d->growth_per_round);
-    emit(o,
-         "# HELP roundtrim_growth_total_bytes_per_round Growth of RSS and device memory per round "
-         "over the last diagnosis window.\n# TYPE roundtrim_growth_total_bytes_per_round gauge\n"
-         "roundtrim_growth_total_bytes_per_round{%s} %s\n",
-         o->labels, num);
+    roundtrim_text_printf(
+        &o->text,
+        "# HELP roundtrim_growth_total_bytes_per_round Growth of RSS and device memory per round "
+        "over the last diagnosis window.\n# TYPE roundtrim_growth_total_bytes_per_round gauge\n"
+        "roundtrim_growth_total_bytes_per_round{%s} %s\n",
+        o->labels, num);
     metric(o, "roundtrim_diagnosis_persisted_windows", "gauge",
            "Successive windows of rounds the growing part grew in, ending at the last diagnosis "
            "(a cause of growth is named from 4).",
@@ -113,37 +97,14 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
            (uint64_t)(d->recovered_per_round + 0.5));
 }
 
-/* Label values: backslash, quote and newline escaped; every other control byte and every byte
- * that is not part of well-formed UTF-8 (a process name cut at 15 bytes inside a character, any
- * bytes set with PR_SET_NAME) becomes U+FFFD: Prometheus drops the whole file for one invalid
- * label. */
+/* Label values cut to cap (at a whole character or escape): Prometheus drops the whole file for
+ * one invalid label, so a process name cut at 15 bytes inside a character, or any bytes set with
+ * PR_SET_NAME, must not reach it as they are. */
 static void label_value(char *dst, size_t cap, const char *v)
 {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)v; p && *p;) {
-        size_t len = roundtrim_utf8_sequence(p);
-        const char *text = (const char *)p;
-        size_t text_len = len;
-        if (*p == '\\') {
-            text = "\\\\";
-            text_len = 2;
-        } else if (*p == '"') {
-            text = "\\\"";
-            text_len = 2;
-        } else if (*p == '\n') {
-            text = "\\n";
-            text_len = 2;
-        } else if (len == 0 || *p < 0x20 || *p == 0x7f) {
-            text = "\xef\xbf\xbd"; /* U+FFFD */
-            text_len = 3;
-        }
-        if (n + text_len >= cap)
-            break;
-        memcpy(dst + n, text, text_len);
-        n += text_len;
-        p += len ? len : 1;
-    }
-    dst[n] = '\0';
+    struct roundtrim_text t;
+    roundtrim_text_begin(&t, dst, cap);
+    roundtrim_text_label_value(&t, v);
 }
 
 static struct roundtrim_skip_row *skip_row(struct roundtrim_skip_counts *c, const char *action,
@@ -193,8 +154,10 @@ static void skip_metrics(struct out *o, const struct roundtrim_skip_counts *c)
     for (size_t i = 0; i < c->n; i++) {
         char reason[2 * ROUNDTRIM_PROM_REASON_MAX];
         label_value(reason, sizeof reason, c->row[i].reason);
-        emit(o, "roundtrim_cleanup_skipped_total{%s,action=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-             o->labels, c->row[i].action, reason, c->row[i].count);
+        roundtrim_text_printf(
+            &o->text,
+            "roundtrim_cleanup_skipped_total{%s,action=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+            o->labels, c->row[i].action, reason, c->row[i].count);
     }
 }
 
@@ -210,16 +173,18 @@ static void limit_and_time_metrics(struct out *o, const struct roundtrim_round_r
         labelled_value(o, "roundtrim_memory_limit_bytes", "source",
                        r->mem_limit_from_cgroup ? "cgroup" : "memtotal", num);
     }
-    emit(o,
-         "# HELP roundtrim_last_round_timestamp_seconds When the last round ended, in seconds "
-         "since the epoch.\n# TYPE roundtrim_last_round_timestamp_seconds gauge\n"
-         "roundtrim_last_round_timestamp_seconds{%s} %.3f\n",
-         o->labels, r->ts);
+    roundtrim_text_printf(
+        &o->text,
+        "# HELP roundtrim_last_round_timestamp_seconds When the last round ended, in seconds "
+        "since the epoch.\n# TYPE roundtrim_last_round_timestamp_seconds gauge\n"
+        "roundtrim_last_round_timestamp_seconds{%s} %.3f\n",
+        o->labels, r->ts);
 }
 
 size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, size_t cap)
 {
-    struct out o = {.buf = buf, .cap = cap};
+    struct out o;
+    roundtrim_text_begin(&o.text, buf, cap);
     char role[32], proc[96], framework[32];
     label_value(role, sizeof role, in->role);
     label_value(proc, sizeof proc, in->process);
@@ -272,5 +237,5 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
     skip_metrics(&o, in->skips);
     limit_and_time_metrics(&o, r);
     memory_metrics(&o, in);
-    return o.overflow ? 0 : o.len;
+    return roundtrim_text_end(&o.text);
 }

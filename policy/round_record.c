@@ -1,51 +1,13 @@
 #include "policy/round_record.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/utf8.h"
-
-static void put(struct roundtrim_json *j, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void put(struct roundtrim_json *j, const char *fmt, ...)
+/* Text as it is: punctuation, numbers. */
+static void put(struct roundtrim_json *j, const char *text)
 {
-    if (j->overflow)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(j->buf + j->len, j->cap - j->len, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= j->cap - j->len) {
-        j->overflow = true;
-        return;
-    }
-    j->len += (size_t)n;
-}
-
-/* Writes s as a JSON string: quotes, backslashes and control bytes escaped, and every byte that
- * is not part of well-formed UTF-8 replaced by U+FFFD, so that any value copied from the
- * environment or a file name stays one valid JSON string on one line. */
-static void put_escaped(struct roundtrim_json *j, const char *s)
-{
-    put(j, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p && !j->overflow;) {
-        size_t n = roundtrim_utf8_sequence(p);
-        if (n == 0) {
-            put(j, "\\ufffd");
-            p++;
-        } else if (*p == '"' || *p == '\\') {
-            put(j, "\\%c", *p++);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            put(j, "\\u%04x", *p++);
-        } else {
-            put(j, "%.*s", (int)n, (const char *)p);
-            p += n;
-        }
-    }
-    put(j, "\"");
+    roundtrim_text_bytes(&j->text, text, strlen(text));
 }
 
 static void key(struct roundtrim_json *j, const char *k)
@@ -54,17 +16,14 @@ static void key(struct roundtrim_json *j, const char *k)
         put(j, ",");
     j->need_comma = true;
     if (k) {
-        put_escaped(j, k);
+        roundtrim_text_json_string(&j->text, k);
         put(j, ":");
     }
 }
 
 void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap)
 {
-    j->buf = buf;
-    j->cap = cap;
-    j->len = 0;
-    j->overflow = cap == 0;
+    roundtrim_text_begin(&j->text, buf, cap);
     j->need_comma = false;
     put(j, "{");
 }
@@ -72,20 +31,20 @@ void roundtrim_json_begin(struct roundtrim_json *j, char *buf, size_t cap)
 void roundtrim_json_u64(struct roundtrim_json *j, const char *k, uint64_t v)
 {
     key(j, k);
-    put(j, "%" PRIu64, v);
+    roundtrim_text_u64(&j->text, v);
 }
 
 void roundtrim_json_i64(struct roundtrim_json *j, const char *k, int64_t v)
 {
     key(j, k);
-    put(j, "%" PRId64, v);
+    roundtrim_text_i64(&j->text, v);
 }
 
 void roundtrim_json_str(struct roundtrim_json *j, const char *k, const char *v)
 {
     key(j, k);
     if (v)
-        put_escaped(j, v);
+        roundtrim_text_json_string(&j->text, v);
     else
         put(j, "null");
 }
@@ -93,13 +52,13 @@ void roundtrim_json_str(struct roundtrim_json *j, const char *k, const char *v)
 void roundtrim_json_bool(struct roundtrim_json *j, const char *k, bool v)
 {
     key(j, k);
-    put(j, "%s", v ? "true" : "false");
+    put(j, v ? "true" : "false");
 }
 
 void roundtrim_json_ts(struct roundtrim_json *j, const char *k, double seconds)
 {
     key(j, k);
-    put(j, "%.3f", seconds);
+    roundtrim_text_printf(&j->text, "%.3f", seconds);
 }
 
 void roundtrim_json_percent(struct roundtrim_json *j, const char *k, uint64_t part, uint64_t whole)
@@ -111,7 +70,7 @@ void roundtrim_json_percent(struct roundtrim_json *j, const char *k, uint64_t pa
     }
     /* Two decimals, rounded, without floating point: 12.34 */
     uint64_t hundredths = (part * 10000u + whole / 2) / whole;
-    put(j, "%" PRIu64 ".%02" PRIu64, hundredths / 100, hundredths % 100);
+    roundtrim_text_printf(&j->text, "%" PRIu64 ".%02" PRIu64, hundredths / 100, hundredths % 100);
 }
 
 void roundtrim_json_object_begin(struct roundtrim_json *j, const char *k)
@@ -137,19 +96,13 @@ void roundtrim_json_array_begin(struct roundtrim_json *j, const char *k)
 void roundtrim_json_array_str(struct roundtrim_json *j, const char *v)
 {
     key(j, NULL);
-    put_escaped(j, v);
+    roundtrim_text_json_string(&j->text, v);
 }
 
 void roundtrim_json_raw(struct roundtrim_json *j, const char *text, size_t len)
 {
     key(j, NULL);
-    if (j->overflow || len >= j->cap - j->len) {
-        j->overflow = true;
-        return;
-    }
-    memcpy(j->buf + j->len, text, len);
-    j->len += len;
-    j->buf[j->len] = '\0';
+    roundtrim_text_bytes(&j->text, text, len);
 }
 
 void roundtrim_json_array_end(struct roundtrim_json *j)
@@ -161,7 +114,7 @@ void roundtrim_json_array_end(struct roundtrim_json *j)
 size_t roundtrim_json_end(struct roundtrim_json *j)
 {
     put(j, "}\n");
-    return j->overflow ? 0 : j->len;
+    return roundtrim_text_end(&j->text);
 }
 
 static const struct {
@@ -218,62 +171,85 @@ void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_tra
         roundtrim_json_str(j, "counts_skipped", skipped);
 }
 
-static void format_cuda(struct roundtrim_json *j, const struct roundtrim_cuda_round *c)
-{
-    roundtrim_json_u64(j, "cuda_alloc_calls", c->alloc_calls);
-    roundtrim_json_u64(j, "cuda_alloc_bytes", c->alloc_bytes);
-    roundtrim_json_u64(j, "cuda_free_calls", c->free_calls);
-    roundtrim_json_u64(j, "cuda_free_bytes", c->free_bytes);
-    roundtrim_json_u64(j, "cuda_live_bytes", c->live_bytes);
-    roundtrim_json_u64(j, "cuda_peak_bytes", c->peak_bytes);
-    if (c->have_mem_info) {
-        roundtrim_json_u64(j, "cuda_free_mem", c->free_mem);
-        roundtrim_json_u64(j, "cuda_total_mem", c->total_mem);
-    } else if (c->mem_info_skipped) {
-        roundtrim_json_str(j, "cuda_mem_info_skipped", c->mem_info_skipped);
-    }
-    if (c->host_alloc_calls || c->host_free_calls || c->host_live_bytes) {
-        roundtrim_json_u64(j, "cuda_host_alloc_calls", c->host_alloc_calls);
-        roundtrim_json_u64(j, "cuda_host_alloc_bytes", c->host_alloc_bytes);
-        roundtrim_json_u64(j, "cuda_host_free_calls", c->host_free_calls);
-        roundtrim_json_u64(j, "cuda_host_free_bytes", c->host_free_bytes);
-        roundtrim_json_u64(j, "cuda_host_live_bytes", c->host_live_bytes);
-    }
-}
-
-static const char *const part_names[RT_PART_COUNT] = {"heap_live",   "heap_free",    "python",
-                                                      "other_anon",  "file",         "shmem",
-                                                      "device_live", "device_cached"};
+static const char *const part_names[RT_PART_COUNT] = {
+#define RT_MEM_PART(id, name, meaning) [id] = #name,
+#include "policy/round_fields.def"
+};
 
 const char *roundtrim_mem_part_name(enum roundtrim_mem_part p)
 {
     return (unsigned)p < RT_PART_COUNT ? part_names[p] : "unknown";
 }
 
-/* "memory":{"rss":..,"heap_live":..,...,"python":null,"python_skipped":"no_python",...} */
-static void format_memory(struct roundtrim_json *j, const struct roundtrim_memory_parts *m)
+/* How the writer puts a value of each kind of field (policy/round_fields.def's RT_KIND rows). */
+struct ratio {
+    uint64_t part, whole;
+};
+
+static struct ratio share_of(uint64_t part, uint64_t whole)
 {
-    if (m->skipped) {
-        roundtrim_json_str(j, "memory", NULL);
-        roundtrim_json_str(j, "memory_skipped", m->skipped);
-        return;
-    }
-    roundtrim_json_object_begin(j, "memory");
-    roundtrim_json_u64(j, "rss", m->rss);
+    return (struct ratio){part, whole};
+}
+
+static bool cuda_host_used(const struct roundtrim_cuda_round *c)
+{
+    return c->host_alloc_calls || c->host_free_calls || c->host_live_bytes;
+}
+
+#define put_TEXT    roundtrim_json_str
+#define put_REASON  roundtrim_json_str
+#define put_PID     roundtrim_json_i64
+#define put_ROUNDS  roundtrim_json_u64
+#define put_UINT    roundtrim_json_u64
+#define put_TS      roundtrim_json_ts
+#define put_FLAG    roundtrim_json_bool
+#define put_ACTIONS roundtrim_json_actions
+
+static void put_UINT_OR_NULL(struct roundtrim_json *j, const char *k, uint64_t v)
+{
+    roundtrim_json_u64(j, k, v);
+}
+
+static void put_PERCENT(struct roundtrim_json *j, const char *k, struct ratio v)
+{
+    roundtrim_json_percent(j, k, v.part, v.whole);
+}
+
+/* A key of the table: written when present, as null when null_if, else as its kind says. */
+#define PUT_FIELD(j, name, kind, present, null_if, value)                                          \
+    do {                                                                                           \
+        if (!(present))                                                                            \
+            break;                                                                                 \
+        if (null_if)                                                                               \
+            roundtrim_json_str(j, #name, NULL);                                                    \
+        else                                                                                       \
+            put_##kind(j, #name, value);                                                           \
+    } while (0)
+
+/* Each part's bytes, or null with "<part>_skipped" saying why. */
+static void put_PARTS(struct roundtrim_json *j, const char *k,
+                      const struct roundtrim_memory_parts *m)
+{
+    (void)k;
     for (int p = 0; p < RT_PART_COUNT; p++) {
         if (!m->part_skipped[p]) {
             roundtrim_json_u64(j, part_names[p], m->value[p]);
             continue;
         }
-        char k[40];
-        snprintf(k, sizeof k, "%s_skipped", part_names[p]);
+        char skipped_key[40];
+        snprintf(skipped_key, sizeof skipped_key, "%s_skipped", part_names[p]);
         roundtrim_json_str(j, part_names[p], NULL);
-        roundtrim_json_str(j, k, m->part_skipped[p]);
+        roundtrim_json_str(j, skipped_key, m->part_skipped[p]);
     }
-    roundtrim_json_u64(j, "over_rss", m->over_rss);
-    if (m->heap_uncounted)
-        roundtrim_json_u64(j, "heap_uncounted", m->heap_uncounted);
-    roundtrim_json_u64(j, "read_us", m->read_us);
+}
+
+static void put_MEMORY(struct roundtrim_json *j, const char *k,
+                       const struct roundtrim_memory_parts *m)
+{
+    roundtrim_json_object_begin(j, k);
+#define RT_MEMORY_FIELD(name, kind, unit, when, meaning, present, null_if, value)                  \
+    PUT_FIELD(j, name, kind, present, null_if, value);
+#include "policy/round_fields.def"
     roundtrim_json_object_end(j);
 }
 
@@ -281,85 +257,8 @@ size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, cha
 {
     struct roundtrim_json j;
     roundtrim_json_begin(&j, buf, cap);
-    roundtrim_json_str(&j, "event", "round");
-    roundtrim_json_i64(&j, "pid", r->pid);
-    roundtrim_json_u64(&j, "round", r->round); /* round before ts: the key users sort by */
-    if (r->merged_rounds)
-        roundtrim_json_u64(&j, "merged_rounds", r->merged_rounds);
-    roundtrim_json_ts(&j, "ts", r->ts);
-    roundtrim_json_str(&j, "source", r->source);
-    if (r->hook)
-        roundtrim_json_str(&j, "hook", r->hook);
-    roundtrim_json_traffic(&j, &r->traffic, r->counts_skipped);
-    if (r->heap_live_known)
-        roundtrim_json_u64(&j, "heap_live", r->heap_live);
-    else
-        roundtrim_json_str(&j, "heap_live", NULL);
-    if (!r->heap_live_known && r->heap_live_skipped)
-        roundtrim_json_str(&j, "heap_live_skipped", r->heap_live_skipped);
-    roundtrim_json_u64(&j, "rss_before", r->rss_before);
-    roundtrim_json_u64(&j, "rss_after", r->rss_after);
-    roundtrim_json_u64(&j, "rss_peak", r->rss_peak);
-    format_memory(&j, &r->memory);
-    if (r->cgroup_known) {
-        roundtrim_json_u64(&j, "cgroup_usage", r->cgroup_usage);
-        if (r->cgroup_limit > 0)
-            roundtrim_json_u64(&j, "cgroup_limit", r->cgroup_limit);
-    }
-    roundtrim_json_actions(&j, "cleanup", r->actions);
-    roundtrim_json_u64(&j, "cleanup_us", r->cleanup_us);
-    if (r->cleanup_skipped)
-        roundtrim_json_str(&j, "cleanup_skipped", r->cleanup_skipped);
-    roundtrim_json_u64(&j, "round_us", r->round_us);
-    roundtrim_json_u64(&j, "cleanup_cpu_us", r->cleanup_cpu_us);
-    roundtrim_json_percent(&j, "cleanup_cpu_percent", r->cleanup_cpu_us, r->round_us);
-    if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
-        roundtrim_json_u64(&j, "trim_us", r->trim_us);
-    else if (r->trim_skipped)
-        roundtrim_json_str(&j, "trim_skipped", r->trim_skipped);
-    if (r->trim_pause_predicted_us)
-        roundtrim_json_u64(&j, "trim_pause_predicted_us", r->trim_pause_predicted_us);
-    if (r->trim_held_back_rounds)
-        roundtrim_json_u64(&j, "trim_held_back_rounds", r->trim_held_back_rounds);
-    if (r->trim_retry)
-        roundtrim_json_bool(&j, "trim_retry", true);
-    if (r->trim_holds) {
-        roundtrim_json_u64(&j, "trim_holds", r->trim_holds);
-        roundtrim_json_u64(&j, "trim_hold_max_us", r->trim_hold_max_us);
-        roundtrim_json_u64(&j, "trim_holds_waited", r->trim_holds_waited);
-    }
-    if (r->trim_steps) {
-        roundtrim_json_u64(&j, "trim_steps", r->trim_steps);
-        roundtrim_json_u64(&j, "trim_steps_released_bytes", r->trim_steps_released_bytes);
-        roundtrim_json_u64(&j, "trim_steps_us", r->trim_steps_us);
-    }
-    if (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE))
-        roundtrim_json_u64(&j, "trim_released_bytes", r->trim_released_bytes);
-    if (r->gc_ran) {
-        roundtrim_json_u64(&j, "gc_collected", r->gc_collected);
-        roundtrim_json_u64(&j, "gc_freed_bytes", r->gc_freed_bytes);
-        roundtrim_json_u64(&j, "gc_us", r->gc_us);
-    } else if (r->gc_skipped) {
-        roundtrim_json_str(&j, "gc_skipped", r->gc_skipped);
-    }
-    if (r->actions & RT_ACT_TORCH_EMPTY_CACHE) {
-        roundtrim_json_u64(&j, "torch_empty_cache_us", r->torch_empty_cache_us);
-        roundtrim_json_u64(&j, "torch_released_bytes", r->torch_released_bytes);
-    } else if (r->torch_empty_cache_skipped)
-        roundtrim_json_str(&j, "torch_empty_cache_skipped", r->torch_empty_cache_skipped);
-    if (r->actions & RT_ACT_CUPY_FREE_BLOCKS) {
-        roundtrim_json_u64(&j, "cupy_free_blocks_us", r->cupy_free_blocks_us);
-        roundtrim_json_u64(&j, "cupy_released_bytes", r->cupy_released_bytes);
-    } else if (r->cupy_free_blocks_skipped)
-        roundtrim_json_str(&j, "cupy_free_blocks_skipped", r->cupy_free_blocks_skipped);
-    if (r->actions & RT_ACT_CUDA_POOL_TRIM)
-        roundtrim_json_u64(&j, "cuda_pool_trim_bytes", r->cuda_pool_trim_bytes);
-    else if (r->cuda_pool_trim_skipped)
-        roundtrim_json_str(&j, "cuda_pool_trim_skipped", r->cuda_pool_trim_skipped);
-    roundtrim_json_str(&j, "allocator", r->allocator);
-    if (r->signal_rounds_off)
-        roundtrim_json_str(&j, "signal_rounds_off", r->signal_rounds_off);
-    if (r->cuda.present)
-        format_cuda(&j, &r->cuda);
+#define RT_FIELD(name, kind, unit, when, meaning, present, null_if, value)                         \
+    PUT_FIELD(&j, name, kind, present, null_if, value);
+#include "policy/round_fields.def"
     return roundtrim_json_end(&j);
 }

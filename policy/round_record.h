@@ -6,17 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Malloc-family traffic; a round's record holds the difference of two cumulative readings. */
-struct roundtrim_traffic {
-    uint64_t
-        malloc_calls; /* every call that returned a block: malloc, calloc, realloc, memalign... */
-    uint64_t free_calls;   /* every call that released a block: free, realloc's old block... */
-    uint64_t malloc_bytes; /* usable size of the blocks handed out */
-    uint64_t free_bytes;   /* usable size of the blocks released */
-    /* glibc: net usable bytes of the large blocks that are mappings of their own (not in the
-     * record; the memory breakdown's arena figures are taken from it) */
-    uint64_t mmapped_net;
-};
+#include "policy/bounded_text.h"
+#include "policy/traffic.h"
 
 /* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
 struct roundtrim_cuda_round {
@@ -35,15 +26,8 @@ struct roundtrim_cuda_round {
  * set that add up to it, each from a source of its own, and the device memory. A part that
  * could not be read has a reason instead (never a silent zero). */
 enum roundtrim_mem_part {
-    RT_PART_HEAP_LIVE,     /* bytes in live malloc blocks (roundtrim's counters) */
-    RT_PART_HEAP_FREE,     /* freed heap the allocator keeps resident: a trim or purge returns it */
-    RT_PART_PYTHON,        /* CPython's small-object arenas (pymalloc), mapped outside malloc */
-    RT_PART_OTHER_ANON,    /* other anonymous memory: mmap by the program, stacks, allocator
-                              metadata */
-    RT_PART_FILE,          /* file-backed resident pages (RssFile) */
-    RT_PART_SHMEM,         /* shared memory (RssShmem) */
-    RT_PART_DEVICE_LIVE,   /* device memory in use (CUDA) */
-    RT_PART_DEVICE_CACHED, /* device memory kept by PyTorch's cache and the driver's pools */
+#define RT_MEM_PART(id, name, meaning) id,
+#include "policy/round_fields.def"
     RT_PART_COUNT
 };
 
@@ -129,11 +113,10 @@ struct roundtrim_round_record {
     struct roundtrim_cuda_round cuda;
 };
 
-/* A bounded JSON writer: never writes past cap, and remembers whether it ran out of room. */
+/* A JSON writer over bounded text: never writes past cap, and remembers whether it ran out of
+ * room. */
 struct roundtrim_json {
-    char *buf;
-    size_t cap, len;
-    bool overflow;
+    struct roundtrim_text text;
     bool need_comma;
 };
 

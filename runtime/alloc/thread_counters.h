@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/traffic.h"
 
 struct roundtrim_thread_counters {
     /* Written only by the owning thread; read (relaxed, 64-bit aligned) by the summing thread. */

@@ -4,6 +4,7 @@ what each reason a cleanup step was left out means, for the reasons the table sh
 import json
 import re
 import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -53,15 +54,31 @@ def test_each_skip_reason_shown_is_explained_once_in_the_order_shown(tmp_path):
         "no_yield", "little_to_gain", "budget", "pause_limit", "something_new"]
     assert "ROUNDTRIM_CLEANUP_BUDGET" in legend[2]
     assert "ROUNDTRIM_TRIM_PAUSE_MS" in legend[3]
-    assert legend[4] == "    something_new: see docs/reference/round-log.md"
+    assert legend[4] == "    something_new: see the round log's reference (docs/reference/round-log.md)"
 
 
-def test_every_reason_the_cleanup_policy_gives_has_words():
-    """A reason added to the policy without words in the report's legend fails here."""
-    source = (ROOT / "policy" / "cleanup_policy.c").read_text()
-    reasons = set(re.findall(r'(?:return|=)\s*"([a-z_]+)"', source))
-    assert {"no_yield", "little_to_gain", "pause_limit", "budget"} <= reasons
-    text = (ROOT / "scripts" / "roundtrim-report").read_text()
-    words = text[text.index("SKIP_MEANINGS = {"):text.index("FREED_MEANING")]
-    missing = sorted(r for r in reasons if f'"{r}":' not in words)
-    assert not missing, f"reasons without words in SKIP_MEANINGS: {missing}"
+# The files that say why a step was skipped: each returns or assigns its reasons as literals.
+REASON_SOURCES = ("policy/cleanup_policy.c", "runtime/python/gil.c", "runtime/python/bridge.c",
+                  "runtime/python/cupy_pools.c", "runtime/python/arenas.c",
+                  "runtime/python/program_gc.c", "runtime/cuda/release.c",
+                  "runtime/cuda/context.c", "runtime/cuda/round_fill.c",
+                  "runtime/alloc/heap_parts.c", "runtime/rounds/memory_parts.c")
+
+
+def test_every_reason_the_library_gives_has_words():
+    """A reason added to the policy or the runtime without words in the list of skip reasons
+    (policy/skip_reasons.def, which the report's legend reads) fails here."""
+    reasons = set()
+    for name in REASON_SOURCES:
+        reasons |= set(re.findall(r'(?:return|=|\?|:)\s*"([a-z_]+)"', (ROOT / name).read_text()))
+    round_c = (ROOT / "runtime" / "rounds" / "round.c").read_text()
+    reasons |= set(re.findall(r'_skipped\s*=\s*"([a-z_]+)"', round_c))
+    assert {"no_yield", "little_to_gain", "pause_limit", "budget", "gil_timeout", "cuda_capture",
+            "program_gc", "program_trim", "no_release"} <= reasons
+    listed = set(re.findall(r"^RT_SKIP_REASON\(([a-z_]+),",
+                            (ROOT / "policy" / "skip_reasons.def").read_text(), re.M))
+    missing = sorted(reasons - listed)
+    assert not missing, f"reasons without words in policy/skip_reasons.def: {missing}"
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from roundtrim_report.fields import SKIP_REASONS
+    assert set(SKIP_REASONS) == listed  # the report's legend is the list, regenerated

@@ -1,5 +1,6 @@
 /* The round record's JSON and the Prometheus text: what users parse and graph. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,89 @@ START_TEST(round_record_has_every_key_in_order)
                           "\"cleanup_cpu_us\":0,\"cleanup_cpu_percent\":null,\"trim_us\":5,"
                           "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
                           "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
+}
+END_TEST
+
+/* The top-level keys of a record, in order, into keys (each at most 47 bytes). */
+static size_t top_keys(const char *json, char keys[][48], size_t max)
+{
+    size_t n = 0;
+    int depth = 0;
+    bool in_string = false, is_key = false;
+    const char *start = NULL;
+    for (const char *p = json; *p; p++) {
+        if (in_string) {
+            if (*p == '\\') {
+                p++;
+            } else if (*p == '"') {
+                in_string = false;
+                if (is_key && n < max)
+                    snprintf(keys[n++], 48, "%.*s", (int)(p - start), start);
+            }
+        } else if (*p == '"') {
+            in_string = true;
+            start = p + 1;
+            is_key = depth == 1 && (p[-1] == '{' || p[-1] == ',');
+        } else if (*p == '{' || *p == '[') {
+            depth++;
+        } else if (*p == '}' || *p == ']') {
+            depth--;
+        }
+    }
+    return n;
+}
+
+/* Two records, one in which every step ran and everything was read, one in which every step
+ * was skipped and nothing could be read, write between them every key the field table
+ * declares, in its order, and no other. */
+START_TEST(every_declared_key_and_only_those_are_written)
+{
+    static const char *const declared[] = {
+#define RT_FIELD(name, kind, unit, when, meaning, present, null_if, value) #name,
+#include "policy/round_fields.def"
+    };
+    size_t n_declared = sizeof declared / sizeof declared[0];
+    struct roundtrim_round_record ran = sample();
+    ran.merged_rounds = 2;
+    ran.hook = "m:f";
+    ran.cgroup_known = true;
+    ran.cgroup_limit = 1;
+    ran.actions = RT_ACT_GC | RT_ACT_TRIM | RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUPY_FREE_BLOCKS |
+                  RT_ACT_CUDA_POOL_TRIM;
+    ran.trim_pause_predicted_us = ran.trim_held_back_rounds = ran.trim_holds = 1;
+    ran.trim_steps = 1;
+    ran.trim_retry = true;
+    ran.signal_rounds_off = "program_set_default";
+    ran.cuda.present = ran.cuda.have_mem_info = true;
+    ran.cuda.host_live_bytes = 1;
+    struct roundtrim_round_record skipped = sample();
+    skipped.counts_skipped = skipped.heap_live_skipped = "allocator_before_roundtrim";
+    skipped.heap_live_known = false;
+    skipped.memory.skipped = skipped.cleanup_skipped = "exiting";
+    skipped.actions = 0;
+    skipped.gc_ran = false;
+    skipped.gc_skipped = skipped.trim_skipped = skipped.torch_empty_cache_skipped = "exiting";
+    skipped.cupy_free_blocks_skipped = skipped.cuda_pool_trim_skipped = "exiting";
+    skipped.cuda.present = true;
+    skipped.cuda.mem_info_skipped = "no_device";
+    char buf[4096], keys[2][96][48];
+    size_t n[2];
+    ck_assert_uint_gt(roundtrim_round_record_format(&ran, buf, sizeof buf), 0);
+    n[0] = top_keys(buf, keys[0], 96);
+    ck_assert_uint_gt(roundtrim_round_record_format(&skipped, buf, sizeof buf), 0);
+    n[1] = top_keys(buf, keys[1], 96);
+    bool seen[96] = {false};
+    for (int k = 0; k < 2; k++) {
+        size_t at = 0; /* each record's keys come in the table's order */
+        for (size_t i = 0; i < n[k]; i++) {
+            while (at < n_declared && strcmp(declared[at], keys[k][i]) != 0)
+                at++;
+            ck_assert_msg(at < n_declared, "%s: not declared, or out of order", keys[k][i]);
+            seen[at] = true;
+        }
+    }
+    for (size_t i = 0; i < n_declared; i++)
+        ck_assert_msg(seen[i], "%s is declared and never written", declared[i]);
 }
 END_TEST
 
@@ -435,6 +519,7 @@ int main(void)
     TCase *tc = tcase_create("records");
     tcase_add_test(tc, a_record_says_what_it_merged_and_why_its_cleanup_was_skipped);
     tcase_add_test(tc, round_record_has_every_key_in_order);
+    tcase_add_test(tc, every_declared_key_and_only_those_are_written);
     tcase_add_test(tc, a_trim_in_holds_and_a_trim_held_back_say_so);
     tcase_add_test(tc, cuda_keys_only_when_the_driver_was_seen);
     tcase_add_test(tc, hook_and_skips_of_what_the_program_did);

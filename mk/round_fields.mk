@@ -1,0 +1,42 @@
+# The round record's contract: its keys (policy/round_fields.def) and the skip reasons
+# (policy/skip_reasons.def) printed by roundtrim-round-fields as the files that repeat them,
+# committed and checked against the tables:
+#   docs/reference/round-log.md            the reference page
+#   scripts/roundtrim_report/fields.py     the report's field checks and skip legend
+#   deploy/prometheus/roundtrim.rules.yml  its list of skip reasons that are no failure
+# They are generated pages (DOC_PAGES): `make docs-check` (part of make check) regenerates them
+# under $(BUILD) and fails with the difference; `make docs` copies them over the committed ones.
+
+$(BUILD)/roundtrim-round-fields: scripts/roundtrim-round-fields.c policy/round_fields.def \
+                                 policy/skip_reasons.def
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
+
+ROUND_FIELDS_FILES := docs/reference/round-log.md scripts/roundtrim_report/fields.py \
+                      deploy/prometheus/roundtrim.rules.yml
+DOC_PAGES += $(ROUND_FIELDS_FILES)
+
+$(BUILD)/docs/reference/round-log.md: $(BUILD)/roundtrim-round-fields
+	@mkdir -p $(dir $@)
+	$< --markdown > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/scripts/roundtrim_report/fields.py: $(BUILD)/roundtrim-round-fields
+	@mkdir -p $(dir $@)
+	$< --python > $@.tmp && mv $@.tmp $@
+
+# The rules keep their own text; each reason!~"..." takes the list of reasons that are no
+# failure.
+$(BUILD)/deploy/prometheus/roundtrim.rules.yml: $(BUILD)/roundtrim-round-fields \
+                                                deploy/prometheus/roundtrim.rules.yml
+	@mkdir -p $(dir $@)
+	reasons=$$($< --prom-expected) && \
+	    sed "s/reason!~\"[^\"]*\"/reason!~\"$$reasons\"/g" deploy/prometheus/roundtrim.rules.yml \
+	    > $@.tmp && mv $@.tmp $@
+
+# The report's field module, installed beside the report (its package's folder).
+.PHONY: install-round-fields
+install-round-fields:
+	install -d $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report
+	install -m 0644 scripts/roundtrim_report/fields.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report/
+
+INSTALL_HOOKS += install-round-fields

@@ -1,0 +1,267 @@
+/* roundtrim-round-fields: prints the round record's field table (policy/round_fields.def) and
+ * the skip reasons (policy/skip_reasons.def) in the forms the rest of the project reads, so that
+ * the writer, the report, the reference page and the Prometheus rules say the same:
+ *
+ *   roundtrim-round-fields --markdown       docs/reference/round-log.md
+ *   roundtrim-round-fields --python         scripts/roundtrim_report/fields.py
+ *   roundtrim-round-fields --prom-expected  the reasons that are no failure, as a PromQL
+ *                                           alternation (program_gc|program_trim|...)
+ */
+#include <stdio.h>
+#include <string.h>
+
+struct field {
+    const char *name, *kind, *unit, *when, *meaning;
+};
+
+struct kind {
+    const char *kind, *type, *check;
+};
+
+struct reason {
+    const char *name;
+    int expected;
+    const char *meaning;
+};
+
+static const struct kind kinds[] = {
+#define RT_KIND(kind, type, check) {#kind, type, check},
+#include "policy/round_fields.def"
+};
+
+static const struct field fields[] = {
+#define RT_FIELD(name, kind, unit, when, meaning, present, null_if, value)                         \
+    {#name, #kind, unit, when, meaning},
+#include "policy/round_fields.def"
+};
+
+static const struct field memory_fields[] = {
+#define RT_MEMORY_FIELD(name, kind, unit, when, meaning, present, null_if, value)                  \
+    {#name, #kind, unit, when, meaning},
+#include "policy/round_fields.def"
+};
+
+static const struct field parts[] = {
+#define RT_MEM_PART(id, name, meaning) {#name, "UINT_OR_NULL", "bytes", "", meaning},
+#include "policy/round_fields.def"
+};
+
+static const struct reason reasons[] = {
+#define RT_SKIP_REASON(name, expected, meaning) {#name, expected, meaning},
+#include "policy/skip_reasons.def"
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct kind *kind_of(const char *k)
+{
+    for (size_t i = 0; i < COUNT(kinds); i++)
+        if (strcmp(kinds[i].kind, k) == 0)
+            return &kinds[i];
+    return &kinds[0]; /* every row's kind has an RT_KIND row: the table's own check */
+}
+
+/* Markdown table cell: a pipe would end the cell. */
+static void cell(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '|')
+            fputs("\\|", stdout);
+        else
+            putchar(*s);
+}
+
+static void markdown_row(const char *prefix, const char *name, const char *suffix, const char *type,
+                         const char *unit, const char *when, const char *meaning)
+{
+    printf("| `%s%s%s` | ", prefix, name, suffix);
+    cell(type);
+    fputs(" | ", stdout);
+    cell(unit);
+    fputs(" | ", stdout);
+    cell(when);
+    fputs(" | ", stdout);
+    cell(meaning);
+    fputs(" |\n", stdout);
+}
+
+static void markdown_fields(const char *prefix, const struct field *f, size_t n)
+{
+    puts("| key | type | unit | present | meaning |");
+    puts("|---|---|---|---|---|");
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(f[i].kind, "PARTS") != 0) {
+            markdown_row(prefix, f[i].name, "", kind_of(f[i].kind)->type, f[i].unit, f[i].when,
+                         f[i].meaning);
+            continue;
+        }
+        for (size_t p = 0; p < COUNT(parts); p++) {
+            char when[96];
+            snprintf(when, sizeof when, "always (null with %s_skipped)", parts[p].name);
+            markdown_row(prefix, parts[p].name, "", kind_of(parts[p].kind)->type, parts[p].unit,
+                         when, parts[p].meaning);
+            snprintf(when, sizeof when, "%s is null", parts[p].name);
+            markdown_row(prefix, parts[p].name, "_skipped", kind_of("REASON")->type, "", when,
+                         "why the part was not read");
+        }
+    }
+}
+
+static void markdown(void)
+{
+    puts("<!-- Generated from policy/round_fields.def and policy/skip_reasons.def by");
+    puts("     scripts/roundtrim-round-fields.c (make docs); edit those, not this page. -->");
+    puts("# The round log");
+    puts("");
+    puts("Each round a process ends writes one line of JSON to the log (`ROUNDTRIM_LOG`):");
+    puts("`{\"event\":\"round\",...}`, with the keys below in this order. A key with a condition");
+    puts("under \"present\" is written only then. What could not be measured is `null`, or left");
+    puts("out, with a `*_skipped` key saying why (one of the skip reasons below), never a silent");
+    puts("zero.");
+    puts("");
+    puts("## Keys");
+    puts("");
+    markdown_fields("", fields, COUNT(fields));
+    puts("");
+    puts("## The memory object");
+    puts("");
+    puts("`memory` holds where the process's memory is at the round's boundary, before its");
+    puts("cleanup: parts of the resident set that add up to `rss`, device memory beside them.");
+    puts("");
+    markdown_fields("memory.", memory_fields, COUNT(memory_fields));
+    puts("");
+    puts("## Skip reasons");
+    puts("");
+    puts("The values of the `*_skipped` keys, and of the `reason` label of the metric");
+    puts("`roundtrim_cleanup_skipped_total`. The alert `RoundtrimCleanupFailing` leaves out the");
+    puts("reasons marked \"no\" under \"alerted\": the program did the step itself, the process");
+    puts("was ending, or the cleanup policy found the step not worth it.");
+    puts("");
+    puts("| reason | meaning | alerted |");
+    puts("|---|---|---|");
+    for (size_t i = 0; i < COUNT(reasons); i++) {
+        printf("| `%s` | ", reasons[i].name);
+        cell(reasons[i].meaning);
+        printf(" | %s |\n", reasons[i].expected ? "no" : "yes");
+    }
+}
+
+/* A Python string literal, cut into pieces of at most width characters (at spaces) that Python
+ * joins, each on a line of its own after the first. */
+static void py_string(const char *s, int indent, int width)
+{
+    size_t len = strlen(s);
+    int first = 1;
+    do {
+        size_t n = len;
+        if (n > (size_t)width) {
+            n = (size_t)width;
+            while (n > 1 && s[n - 1] != ' ')
+                n--;
+        }
+        if (!first)
+            printf("\n%*s", indent, "");
+        first = 0;
+        putchar('"');
+        for (size_t i = 0; i < n; i++) {
+            if (s[i] == '"' || s[i] == '\\')
+                putchar('\\');
+            putchar(s[i]);
+        }
+        putchar('"');
+        s += n;
+        len -= n;
+    } while (len > 0);
+}
+
+static void python_row(const char *name, const char *suffix, const char *check, const char *unit,
+                       const char *when)
+{
+    int n = printf("    (\"%s%s\", \"%s\", \"%s\",", name, suffix, check, unit);
+    if (n + 1 + (int)strlen(when) + 4 <= 99) /* the row on one line where it fits */
+        putchar(' ');
+    else
+        fputs("\n     ", stdout);
+    py_string(when, 5, 90);
+    puts("),");
+}
+
+static void python_fields(const char *prefix_doc, const char *var, const struct field *f, size_t n)
+{
+    printf("%s\n%s = (\n", prefix_doc, var);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(f[i].kind, "PARTS") != 0) {
+            python_row(f[i].name, "", kind_of(f[i].kind)->check, f[i].unit, f[i].when);
+            continue;
+        }
+        for (size_t p = 0; p < COUNT(parts); p++) {
+            char when[96];
+            snprintf(when, sizeof when, "always (null with %s_skipped)", parts[p].name);
+            python_row(parts[p].name, "", kind_of(parts[p].kind)->check, parts[p].unit, when);
+            snprintf(when, sizeof when, "%s is null", parts[p].name);
+            python_row(parts[p].name, "_skipped", kind_of("REASON")->check, "", when);
+        }
+    }
+    puts(")");
+}
+
+static void python(void)
+{
+    puts("\"\"\"The round record's keys and the skip reasons, as policy/round_fields.def and");
+    puts("policy/skip_reasons.def declare them. Generated by scripts/roundtrim-round-fields.c");
+    puts("(make docs); edit those, not this file.\"\"\"");
+    puts("");
+    python_fields("# (key, check, unit, when): the round record's keys in the order they are "
+                  "written; check is\n# the report's check of the value (number, "
+                  "number_or_null, whole, text, flag, texts,\n# pid, object_or_null); when: "
+                  "\"always\" or when the key is present.",
+                  "ROUND_FIELDS", fields, COUNT(fields));
+    puts("");
+    python_fields("# The keys of the round record's \"memory\" object.", "MEMORY_FIELDS",
+                  memory_fields, COUNT(memory_fields));
+    puts("");
+    puts("# What each reason a step was skipped for means.");
+    puts("SKIP_REASONS = {");
+    for (size_t i = 0; i < COUNT(reasons); i++) {
+        int indent = 4 + (int)strlen(reasons[i].name) + 4;
+        printf("    \"%s\": ", reasons[i].name);
+        py_string(reasons[i].meaning, indent, 96 - indent - 3);
+        puts(",");
+    }
+    puts("}");
+    puts("");
+    puts("# The reasons that are no failure: the program did the step itself, the process was");
+    puts("# ending, or the cleanup policy found the step not worth it.");
+    puts("EXPECTED_SKIP_REASONS = (");
+    for (size_t i = 0; i < COUNT(reasons); i++)
+        if (reasons[i].expected)
+            printf("    \"%s\",\n", reasons[i].name);
+    puts(")");
+}
+
+static void prom_expected(void)
+{
+    const char *sep = "";
+    for (size_t i = 0; i < COUNT(reasons); i++) {
+        if (reasons[i].expected) {
+            printf("%s%s", sep, reasons[i].name);
+            sep = "|";
+        }
+    }
+    putchar('\n');
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--markdown") == 0)
+        markdown();
+    else if (argc == 2 && strcmp(argv[1], "--python") == 0)
+        python();
+    else if (argc == 2 && strcmp(argv[1], "--prom-expected") == 0)
+        prom_expected();
+    else {
+        fprintf(stderr, "usage: %s --markdown | --python | --prom-expected\n", argv[0]);
+        return 2;
+    }
+    return ferror(stdout) || fflush(stdout) ? 1 : 0;
+}
