@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Section 11 of `make bench`: roundtrim's trim against the program's own, quiet and loaded.
 
   fragmenting  tests/programs/fl_workload: 4 threads, each round 472 MiB in 64-4,064-byte
