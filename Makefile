@@ -103,7 +103,7 @@ $(BUILD)/unit/%: tests/unit/%.c $$(call unit_link,$$*) $(BUILD)/unit/%.d
 	    $(call unit_link,$*) -o $@ $(CHECK_LIBS)
 
 deps:
-	@scripts/install-deps
+	@scripts/tools/install-deps
 
 # Each suite's output is also kept in $(BUILD)/unit-results.txt, for the totals that end make check.
 unit: deps $(UNIT_BINS)
@@ -122,13 +122,13 @@ integration: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
 check: unit
 	@rm -f $(BUILD)/integration.xml; rc=0; \
 	    $(MAKE) --no-print-directory integration || rc=$$?; \
-	    $(PYTHON) scripts/test-totals $(BUILD); exit $$rc
+	    $(PYTHON) scripts/tools/test-totals $(BUILD); exit $$rc
 
 demo: deps lib $(BUILD)/tests/fl_workload $(EXTRA_TARGETS)
-	@scripts/demo
+	@scripts/tools/demo
 
 bench: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
-	@scripts/bench
+	@bench/bench.py
 
 install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
@@ -143,7 +143,7 @@ $(DEP_FILES):
 
 format:
 	clang-format -i $(wildcard shim/*.[ch] runtime/*.[ch] runtime/*/*.[ch] policy/*.[ch] include/*.h \
-	    tests/unit/*.c tests/programs/*.c scripts/*.c tests/cuda/*.c)
+	    tests/unit/*.c tests/programs/*.c scripts/tools/*.c tests/cuda/*.c)
 
 clean:
 	rm -rf $(BUILD)

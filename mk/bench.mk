@@ -1,6 +1,6 @@
 # Benchmarks (issue 6): programs of tests/bench/ become build/tests/<name>, next to the test
 # programs, so that the integration tests can run them once at a tiny size; `make bench` runs
-# scripts/bench, which writes docs/performance.md and docs/bench/*.png.
+# bench/bench.py, which writes docs/performance.md and docs/bench/*.png.
 #
 # -O2 (not the test programs' -O1): the benchmark loop should be as lean as a real program's, so
 # that the shim's share of each malloc/free pair is not hidden by a slow loop. -fno-builtin keeps
@@ -18,7 +18,7 @@ CHECK_DEPS += $(BENCH_BINS)
 bench: $(BENCH_BINS)
 
 # The calibration interposer (tests/bench/interposer/): the floor of any counting interposer,
-# measured beside roundtrim by scripts/bench. Built with the library's optimisation level.
+# measured beside roundtrim by bench/bench.py. Built with the library's optimisation level.
 FLOOR_INTERPOSER := $(BUILD)/tests/libfloor_interposer.so
 $(FLOOR_INTERPOSER): tests/bench/interposer/floor_interposer.c
 	@mkdir -p $(dir $@)

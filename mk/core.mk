@@ -21,7 +21,7 @@ $(BUILD)/tests/own_allocator: tests/programs/own_allocator.cpp
 	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin $< -o $@
 
 # The layers, lowest first: a file may include its own folder's headers and those of the folders
-# before it, nothing above (scripts/check-layers). policy/ is pure; the runtime's folders go from
+# before it, nothing above (scripts/tools/check-layers). policy/ is pure; the runtime's folders go from
 # the settings and primitives up to the round pipeline; runtime/lifecycle.c starts them all; the
 # hooks in shim/ sit on top.
 LAYERS := policy runtime/core runtime/alloc runtime/threads runtime/cuda runtime/boundary \
@@ -30,7 +30,7 @@ LAYERS := policy runtime/core runtime/alloc runtime/threads runtime/cuda runtime
 print-layers:
 	@echo $(LAYERS)
 layers:
-	@$(PYTHON) scripts/check-layers $(LAYERS)
+	@$(PYTHON) scripts/tools/check-layers $(LAYERS)
 check: layers
 
 # A C++ library and the C program that opens it late (dlopen) or is linked with it: the operator

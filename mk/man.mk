@@ -1,5 +1,5 @@
 # The manual pages, generated, never written by hand: roundtrim(1) from the command's own help
-# texts (scripts/roundtrim-man), roundtrim-variables(7) from the option table
+# texts (scripts/tools/roundtrim-man), roundtrim-variables(7) from the option table
 # (roundtrim-options --format man). `make man` writes them to $(BUILD)/man/ to read
 # (man -l build/man/roundtrim.1); `make install` generates them again into $(MANDIR), since
 # roundtrim(1) names the folders of that installation.
@@ -7,7 +7,7 @@
 MANDIR ?= $(PREFIX)/share/man
 
 # man_roundtrim_1 OUT: roundtrim(1) for this installation's folders.
-man_roundtrim_1 = scripts/roundtrim-man scripts/roundtrim $(ROUNDTRIM_VERSION) $(LIBDIR) \
+man_roundtrim_1 = scripts/tools/roundtrim-man scripts/roundtrim $(ROUNDTRIM_VERSION) $(LIBDIR) \
     $(PREFIX)/libexec/roundtrim $(EXAMPLESDIR) > $(1).tmp && mv $(1).tmp $(1)
 man_roundtrim_variables_7 = $(BUILD)/roundtrim-options --format man \
     --source "roundtrim $(ROUNDTRIM_VERSION)" > $(1).tmp && mv $(1).tmp $(1)

@@ -1,6 +1,6 @@
 # The Prometheus rules (deploy/prometheus/): promtool checks them and runs their unit tests, a
 # firing and a quiet case for each alert. Part of make check; skipped, saying so, without
-# promtool (Debian's prometheus package has it; scripts/install-deps installs it).
+# promtool (Debian's prometheus package has it; scripts/tools/install-deps installs it).
 PROM_RULES      := deploy/prometheus/roundtrim.rules.yml
 PROM_RULE_TESTS := deploy/prometheus/roundtrim.rules.test.yml
 

@@ -7,7 +7,7 @@
 # They are generated pages (DOC_PAGES): `make docs-check` (part of make check) regenerates them
 # under $(BUILD) and fails with the difference; `make docs` copies them over the committed ones.
 
-$(BUILD)/roundtrim-round-fields: scripts/roundtrim-round-fields.c policy/round_fields.def \
+$(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/round_fields.def \
                                  policy/skip_reasons.def
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
@@ -32,11 +32,3 @@ $(BUILD)/deploy/prometheus/roundtrim.rules.yml: $(BUILD)/roundtrim-round-fields 
 	reasons=$$($< --prom-expected) && \
 	    sed "s/reason!~\"[^\"]*\"/reason!~\"$$reasons\"/g" deploy/prometheus/roundtrim.rules.yml \
 	    > $@.tmp && mv $@.tmp $@
-
-# The report's field module, installed beside the report (its package's folder).
-.PHONY: install-round-fields
-install-round-fields:
-	install -d $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report
-	install -m 0644 scripts/roundtrim_report/fields.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report/
-
-INSTALL_HOOKS += install-round-fields

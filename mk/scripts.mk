@@ -2,13 +2,18 @@
 # table of docs/reference/configuration.md and roundtrim-variables(7), and the installation of
 # the command, its helpers and the examples:
 #   $(PREFIX)/bin/roundtrim (told where $(LIBDIR) is, relative to bin/ when under $(PREFIX))
-#   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-report (and its modules)
+#   $(PREFIX)/libexec/roundtrim/roundtrim-options, roundtrim-diagnose
+#   $(PREFIX)/libexec/roundtrim/roundtrim_report/ (the report's Python package, which the command
+#   runs as a module from that folder)
 #   $(EXAMPLESDIR) (default $(PREFIX)/share/roundtrim/examples; Debian: the package's doc folder)
 
 EXAMPLESDIR ?= $(PREFIX)/share/roundtrim/examples
 ROUNDTRIM_LIBDIR_FROM_BIN = $(if $(filter $(PREFIX)/%,$(LIBDIR)),../$(patsubst $(PREFIX)/%,%,$(LIBDIR)),$(LIBDIR))
 
-ROUNDTRIM_OPTIONS_SRCS := scripts/roundtrim-options.c $(POLICY_SRCS)
+# The report's package: every module in it.
+REPORT_MODULES = $(sort $(wildcard scripts/roundtrim_report/*.py))
+
+ROUNDTRIM_OPTIONS_SRCS := scripts/tools/roundtrim-options.c $(POLICY_SRCS)
 
 $(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS)
 	@mkdir -p $(dir $@)
@@ -21,15 +26,14 @@ CHECK_DEPS += $(BUILD)/roundtrim-options
 
 .PHONY: install-scripts
 install-scripts: $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim $(DESTDIR)$(EXAMPLESDIR)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report \
+	    $(DESTDIR)$(EXAMPLESDIR)
 	sed 's|^INSTALLED_LIBDIR=.*|INSTALLED_LIBDIR=$(ROUNDTRIM_LIBDIR_FROM_BIN)|' scripts/roundtrim \
 	    > $(DESTDIR)$(PREFIX)/bin/roundtrim
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/roundtrim
-	install -m 0755 $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose scripts/roundtrim-report \
+	install -m 0755 $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
-	install -m 0644 scripts/roundtrim_diagnosis.py scripts/roundtrim_html.py scripts/roundtrim_sites.py \
-	    scripts/roundtrim_stats.py scripts/roundtrim_text.py \
-	    scripts/roundtrim_symbols.py $(DESTDIR)$(PREFIX)/libexec/roundtrim/
+	install -m 0644 $(REPORT_MODULES) $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report/
 	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
 	    scripts/examples/pod.yaml $(DESTDIR)$(EXAMPLESDIR)/
 	install -m 0755 scripts/examples/entrypoint.sh scripts/examples/nvflare-simulator.sh \
@@ -39,10 +43,10 @@ INSTALL_HOOKS += install-scripts
 
 # The option table's defaults, parsed at build time for the library (policy/options.c), so that
 # a start reads values instead of parsing the same text in every process.
-$(BUILD)/option-defaults: scripts/option-defaults.c $(POLICY_SRCS)
+$(BUILD)/option-defaults: scripts/tools/option-defaults.c $(POLICY_SRCS)
 	@mkdir -p $(dir $@)
-	@$(call write_deps,$@,-I.,scripts/option-defaults.c $(POLICY_SRCS))
-	$(CC) $(BASE_CFLAGS) -O1 -I. scripts/option-defaults.c $(POLICY_SRCS) -o $@
+	@$(call write_deps,$@,-I.,scripts/tools/option-defaults.c $(POLICY_SRCS))
+	$(CC) $(BASE_CFLAGS) -O1 -I. scripts/tools/option-defaults.c $(POLICY_SRCS) -o $@
 
 $(BUILD)/gen/option_defaults.h: $(BUILD)/option-defaults
 	@mkdir -p $(dir $@)
@@ -57,7 +61,7 @@ UNIT_CFLAGS_check_option_defaults := -I$(BUILD)/gen
 
 # The diagnosis over round figures, for `roundtrim report` (a process that wrote no diagnosis
 # record): the library's policy/diagnosis.c itself.
-ROUNDTRIM_DIAGNOSE_SRCS := scripts/roundtrim-diagnose.c $(POLICY_SRCS)
+ROUNDTRIM_DIAGNOSE_SRCS := scripts/tools/roundtrim-diagnose.c $(POLICY_SRCS)
 
 $(BUILD)/roundtrim-diagnose: $(ROUNDTRIM_DIAGNOSE_SRCS) $(wildcard policy/*.h policy/*.def)
 	@mkdir -p $(dir $@)

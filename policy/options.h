@@ -91,7 +91,7 @@ void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, 
 
 /* The default of a non-string option for the role, parsed from its row, in 64 bits (a bool, a
  * uint, a signal number or a role); false for strings and options unset by default. What the
- * build parses once into the library (scripts/option-defaults.c). */
+ * build parses once into the library (scripts/tools/option-defaults.c). */
 bool roundtrim_option_default_bits(enum roundtrim_option_id id, enum roundtrim_role role,
                                    uint64_t *bits);
 

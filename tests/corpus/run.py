@@ -113,7 +113,7 @@ def run_one(path, args, tmp):
     cut = Path(tmp) / f"{path.stem}.signalled.jsonl"
     cut.write_text("".join(json.dumps(r) + "\n" for r in records
                            if r.get("event") not in ("diagnosis", "exit")))
-    rep = subprocess.run([PYTHON, str(ROOT / "scripts" / "roundtrim-report"), "--json", str(cut)],
+    rep = subprocess.run([str(ROOT / "scripts" / "roundtrim"), "report", "--json", str(cut)],
                          env=clean_env(), capture_output=True, text=True, timeout=120)
     try:
         procs = json.loads(rep.stdout)["processes"]

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +17,12 @@ if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
 LIB = BUILD / "libroundtrim.so"
 PYTHON = "/usr/bin/python3"  # Debian's interpreter: python3-torch serves this one
+
+# The report's package (scripts/roundtrim_report) and the benchmark driver (bench/bench.py), for
+# the tests that check what they compute: `from roundtrim_report import sites`, `import bench`.
+for _folder in (ROOT / "scripts", ROOT / "bench"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 
 def prog(name):

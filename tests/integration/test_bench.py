@@ -143,11 +143,11 @@ def test_site_leak_keeps_one_mib_per_round(run_shim, preload):
 
 
 def test_sites_section_writes_its_tables(tmp_path):
-    """scripts/bench --quick --only sites: every table and row is there, whatever the figures
+    """bench/bench.py --quick --only sites: every table and row is there, whatever the figures
     (and 'n/a: library without sampling' when the built library has no sampling)."""
     out = tmp_path / "performance.md"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTRIM_")}
-    proc = subprocess.run([os.path.join(ROOT, "scripts", "bench"), "--quick", "--only", "sites",
+    proc = subprocess.run([os.path.join(ROOT, "bench", "bench.py"), "--quick", "--only", "sites",
                            "--out", str(out)], capture_output=True, text=True, timeout=600,
                           env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -79,8 +79,9 @@ def build_package(build_dir):
 def check_installed_layout(files, triplet):
     for path in (f"/usr/lib/{triplet}/libroundtrim.so", "/usr/include/roundtrim.h",
                  "/usr/bin/roundtrim", "/usr/libexec/roundtrim/roundtrim-options",
-                 "/usr/libexec/roundtrim/roundtrim-report",
-                 "/usr/libexec/roundtrim/roundtrim_diagnosis.py",
+                 "/usr/libexec/roundtrim/roundtrim-diagnose",
+                 "/usr/libexec/roundtrim/roundtrim_report/__main__.py",
+                 "/usr/libexec/roundtrim/roundtrim_report/diagnosis.py",
                  "/usr/share/man/man1/roundtrim.1.gz",
                  "/usr/share/man/man7/roundtrim-variables.7.gz",
                  "/usr/share/doc/roundtrim/examples/Dockerfile",
@@ -120,7 +121,7 @@ def check_rounds_recorded(tmp_path, lib):
     assert report.returncode == 0, report.stderr
     assert f"process {pid}" in report.stdout
     # run by root, the report leaves nothing beside its modules that the package would not own
-    assert not os.path.lexists("/usr/libexec/roundtrim/__pycache__")
+    assert not list(Path("/usr/libexec/roundtrim").rglob("__pycache__"))
 
     env = run(["/usr/bin/roundtrim", "env", "--format", "docker"], env=user_env())
     assert env.returncode == 0, env.stderr

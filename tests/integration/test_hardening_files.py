@@ -81,7 +81,7 @@ def make_privileged(exe, how):
         os.chmod(exe, 0o2755)
     else:
         if not shutil.which("setcap"):
-            pytest.fail("setcap is missing: scripts/install-deps installs libcap2-bin")
+            pytest.fail("setcap is missing: scripts/tools/install-deps installs libcap2-bin")
         subprocess.run(["setcap", "cap_net_bind_service+ep", str(exe)], check=True)
 
 
@@ -491,7 +491,7 @@ def test_musl_program_refuses_the_library_as_the_readme_says(tmp_path):
     """A glibc-built library in LD_PRELOAD of a musl-linked program: the loader refuses it and the
     program does not start (docs/limits.md)."""
     if not shutil.which("musl-gcc"):
-        pytest.fail("musl-gcc is missing: scripts/install-deps installs musl-tools")
+        pytest.fail("musl-gcc is missing: scripts/tools/install-deps installs musl-tools")
     src = tmp_path / "hello.c"
     src.write_text('#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n')
     exe = tmp_path / "hello"

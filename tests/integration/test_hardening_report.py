@@ -16,8 +16,8 @@ import pytest
 
 from conftest import LIB, PYTHON, ROOT, wait_for
 
-REPORT = ROOT / "scripts" / "roundtrim-report"
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
+REPORT = [str(ROUNDTRIM), "report"]  # the report's package, run by the command
 HAVE_MATPLOTLIB = subprocess.run([PYTHON, "-c", "import matplotlib"],
                                  capture_output=True).returncode == 0
 PID = 4242
@@ -32,7 +32,7 @@ def plain_env(**extra):
 
 
 def report(*args, cwd=None, timeout=120, **env):
-    return subprocess.run([PYTHON, str(REPORT)] + [str(a) for a in args], cwd=cwd,
+    return subprocess.run(REPORT + [str(a) for a in args], cwd=cwd,
                           env=plain_env(**env), capture_output=True, text=True,
                           errors="surrogateescape", timeout=timeout)
 
@@ -282,7 +282,7 @@ def peak_rss_of(args, timeout=600):
             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
             "print(r.returncode)\n"
             "sys.stderr.write(r.stderr[-3000:])\n")
-    done = subprocess.run([PYTHON, "-c", code, PYTHON, str(REPORT)] + [str(a) for a in args],
+    done = subprocess.run([PYTHON, "-c", code] + REPORT + [str(a) for a in args],
                           env=plain_env(), capture_output=True, text=True, timeout=timeout)
     kib, status = done.stdout.split()
     return int(status), done.stderr, int(kib) * 1024
@@ -368,17 +368,69 @@ def test_many_one_round_processes_take_memory_in_proportion_to_the_log(tmp_path)
 # ---- 11: no bytecode beside the installed modules ---------------------------------------------
 
 
+def installed_copy(prefix):
+    """The command and the report's package laid out as `make install` lays them out:
+    PREFIX/bin/roundtrim, PREFIX/libexec/roundtrim/roundtrim_report/."""
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "roundtrim", prefix / "bin" / "roundtrim")
+    shutil.copytree(ROOT / "scripts" / "roundtrim_report",
+                    prefix / "libexec" / "roundtrim" / "roundtrim_report",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return prefix / "bin" / "roundtrim"
+
+
 def test_report_writes_no_bytecode_beside_its_modules(tmp_path):
-    """Installed, the report's modules are in /usr/libexec/roundtrim: bytecode written there by
+    """Installed, the report's package is in /usr/libexec/roundtrim: bytecode written there by
     root's run would stay after the package is purged."""
-    libexec = tmp_path / "libexec"
-    shutil.copytree(ROOT / "scripts", libexec,
-                    ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    command = installed_copy(tmp_path / "usr")
     log = process_log(tmp_path / "log.jsonl")
     env = plain_env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTHONPYCACHEPREFIX", None)
-    r = subprocess.run([PYTHON, str(libexec / "roundtrim-report"), str(log)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run([command, "report", log], env=env, capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == 0, r.stderr
-    assert not (libexec / "__pycache__").exists(), os.listdir(libexec / "__pycache__")
+    assert f"process {PID}" in r.stdout
+    caches = list((tmp_path / "usr" / "libexec").rglob("__pycache__"))
+    assert not caches, caches
+
+
+PLANTED = "open({marker!r}, 'w').write('imported')\nraise SystemExit('planted module ran')\n"
+
+
+def test_report_runs_no_module_of_the_working_directory_or_pythonpath(tmp_path):
+    """Root runs the report in folders others can write: a json.py or a roundtrim_report there
+    is never imported in place of the report's own, nor a roundtrim_report found through
+    PYTHONPATH."""
+    command = installed_copy(tmp_path / "usr")
+    log = process_log(tmp_path / "log.jsonl")
+    marker = tmp_path / "marker"
+    planted, on_path = tmp_path / "planted", tmp_path / "on_path"
+    for folder in (planted, on_path):
+        (folder / "roundtrim_report").mkdir(parents=True)
+        for name in ("__init__.py", "__main__.py"):
+            (folder / "roundtrim_report" / name).write_text(PLANTED.format(marker=str(marker)))
+    for name in ("json.py", "argparse.py"):
+        (planted / name).write_text(PLANTED.format(marker=str(marker)))
+    r = subprocess.run([command, "report", log], cwd=planted, capture_output=True, text=True,
+                       env=plain_env(PYTHONPATH=str(on_path)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"process {PID}" in r.stdout
+    assert not marker.exists(), "a planted module was imported"
+
+
+def test_report_runs_under_an_isolated_interpreter(tmp_path):
+    """The command puts the package's folder on the path itself: an interpreter started with -I
+    (no environment, no user site, no script folder) runs the report the same."""
+    command = installed_copy(tmp_path / "usr")
+    log = process_log(tmp_path / "log.jsonl")
+    isolated = tmp_path / "python3-isolated"
+    isolated.write_text(f"#!/bin/sh\nexec {PYTHON} -I \"$@\"\n")
+    isolated.chmod(0o755)
+    plain = subprocess.run([command, "report", log], capture_output=True, text=True,
+                           env=plain_env(ROUNDTRIM_PLOTTER="none"), timeout=120)
+    r = subprocess.run([command, "report", log], capture_output=True, text=True,
+                       env=plain_env(ROUNDTRIM_PYTHON=str(isolated), ROUNDTRIM_PLOTTER="none"),
+                       timeout=120)
+    assert plain.returncode == 0 and r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout and f"process {PID}" in r.stdout

@@ -1,9 +1,9 @@
-"""make layers: scripts/check-layers on small trees of the test's own, and on the project."""
+"""make layers: scripts/tools/check-layers on small trees of the test's own, and on the project."""
 import subprocess
 
 from conftest import PYTHON, ROOT as REPO
 
-CHECK = REPO / "scripts" / "check-layers"
+CHECK = REPO / "scripts" / "tools" / "check-layers"
 
 
 def tree(tmp_path, files):

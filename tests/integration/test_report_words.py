@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+from roundtrim_report import __main__ as report_main
 
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
 MIB = 1 << 20

@@ -1,5 +1,5 @@
-"""Setting up: scripts/install-deps waits for a package lock that another apt-get holds, and
-make check ends with the totals and the skipped tests (scripts/test-totals). Stand-ins for
+"""Setting up: scripts/tools/install-deps waits for a package lock that another apt-get holds, and
+make check ends with the totals and the skipped tests (scripts/tools/test-totals). Stand-ins for
 apt-get, dpkg-query and id on PATH play the system: nothing is installed for real."""
 
 import os
@@ -8,8 +8,8 @@ import textwrap
 
 from conftest import ROOT
 
-INSTALL_DEPS = ROOT / "scripts" / "install-deps"
-TEST_TOTALS = ROOT / "scripts" / "test-totals"
+INSTALL_DEPS = ROOT / "scripts" / "tools" / "install-deps"
+TEST_TOTALS = ROOT / "scripts" / "tools" / "test-totals"
 
 LOCK_ERROR = ("E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 "
               "(apt-get)\nE: Unable to lock directory /var/lib/apt/lists/")

@@ -7,16 +7,14 @@ compiled here with -g, at the real offset of one of its functions, so that namin
 the ELF symbol table and addr2line is exercised.
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import bench
 import pytest
 
 from conftest import LIB
@@ -461,20 +459,9 @@ def test_run_sites_turns_sampling_on_or_says_the_library_cannot():
 # ---- the benchmark's reading of the same records ----------------------------------------------
 
 
-def load_bench():
-    if str(REPO / "scripts") not in sys.path:  # bench imports the report's modules
-        sys.path.insert(0, str(REPO / "scripts"))
-    loader = importlib.machinery.SourceFileLoader("bench", str(REPO / "scripts" / "bench"))
-    spec = importlib.util.spec_from_loader("bench", loader)
-    bench = importlib.util.module_from_spec(spec)
-    loader.exec_module(bench)
-    return bench
-
-
 def test_bench_names_the_planted_site_through_its_resolved_symbol(leak_binary):
     """make bench's detection looks for the planted function in the top site: a frame with no
     symbol counts once named from the binary, and the growth list comes first."""
-    bench = load_bench()
     records = native_server(4102, leak_binary)
     rec = [r for r in records if r["event"] == "sites"][0]
     rec["round_live"] = [rec["live"][0]]
@@ -490,24 +477,25 @@ def test_bench_names_the_planted_site_through_its_resolved_symbol(leak_binary):
     ("ROUNDTRIM_LOG\t\t(unset)\n", b"\0ROUNDTRIM_SITES\0", True),
     ("ROUNDTRIM_LOG\t\t(unset)\nROUNDTRIM_SITES_X\t\t1\n", b"\0ROUNDTRIM_LOG\0", False),
 ])
-def test_bench_sees_sampling_in_the_option_table(tmp_path, table, strings, sampling):
+def test_bench_sees_sampling_in_the_option_table(tmp_path, monkeypatch, table, strings,
+                                                  sampling):
     """The benchmark asks the option-table helper for its rows (--format tsv), else looks for
     the option's name among the library's strings."""
-    bench = load_bench()
     helper = tmp_path / "roundtrim-options"
     helper.write_text("#!/bin/sh\n[ \"$1 $2\" = '--format tsv' ] || exit 2\n"
                       f"printf '%s' '{table}'\n")
     helper.chmod(0o755)
     (tmp_path / "libroundtrim.so").write_bytes(b"\x7fELF" + strings)
-    bench.BUILD, bench.LIB = str(tmp_path), str(tmp_path / "libroundtrim.so")
+    monkeypatch.setattr(bench, "BUILD", str(tmp_path))
+    monkeypatch.setattr(bench, "LIB", str(tmp_path / "libroundtrim.so"))
     assert bench.library_has_sampling() is sampling
 
 
-def test_bench_detection_ranks_the_planted_site_by_the_reports_fit(leak_binary, tmp_path):
+def test_bench_detection_ranks_the_planted_site_by_the_reports_fit(leak_binary, tmp_path,
+                                                                   monkeypatch):
     """The planted site keeps 1 MiB more each round while a replaced 8 MiB model tops every
     round's round_live list: by the record's top the planted site never leads, by the report's
     fit it leads from round 3 on, and `roundtrim report --sites` names it."""
-    bench = load_bench()
     planted = [frame(leak_binary["exe"], leak_binary["offset"])]
     model = [frame(leak_binary["exe"], leak_binary["offset"] - 4, "load_model+0x10")]
 
@@ -519,7 +507,7 @@ def test_bench_detection_ranks_the_planted_site_by_the_reports_fit(leak_binary, 
                 f.write(json.dumps(round_record(4, n)) + "\n")
                 f.write(json.dumps(sites_record(4, n, [weights, leak], [weights, leak])) + "\n")
 
-    bench.run = fake_run
+    monkeypatch.setattr(bench, "run", fake_run)
     found = bench.roundtrim_detection(["site_leak"], "hold_round_buffers", str(tmp_path), "C")
     assert found == {"records": 6, "first_round": None, "first_round_fit": 3,
                      "report_names": True}

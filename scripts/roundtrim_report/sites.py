@@ -6,7 +6,7 @@ by bytes of the round still live at its end ("round_live") and by live bytes ("l
 its estimated live bytes and its stack (Python frames, then native frames as module + offset).
 This module reads those records per process, fits a least-squares line to each site's live bytes
 over the last rounds, and prints the sites that grow, with their stacks, naming native frames
-the log left unnamed (roundtrim_symbols).
+the log left unnamed (symbols.py).
 
 A stack leads with the user's own frames, as memray and py-spy show them: the Python frames,
 then the native frames of the user's own code. The native frames of the runtimes underneath
@@ -23,9 +23,9 @@ import math
 import re
 import sys
 
-import roundtrim_text
-from roundtrim_stats import slope
-from roundtrim_symbols import Resolver
+from . import text as roundtrim_text
+from .stats import slope
+from .symbols import Resolver
 
 KIB = 1024.0
 DEFAULT_LAST = 5

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Section 11 of `make bench`: roundtrim's trim against the program's own, quiet and loaded.
 
   fragmenting  tests/programs/fl_workload: 4 threads, each round 472 MiB in 64-4,064-byte
@@ -12,8 +13,8 @@ roundtrim (the defaults; rounds marked by a signal or roundtrim_round_end), fixe
 (ROUNDTRIM_ADAPTIVE=false: the worker calls malloc_trim(0) every round). Each runs quiet and
 loaded (two CPU-bound processes beside it, on this 2-core machine), interleaved, `reps` times.
 The machine's own trim rate comes from the hand trims of the 1 GiB heap: their wall time per
-MiB they gave back. Imported by scripts/bench, which passes itself as `bench`; also runs alone:
-`scripts/bench_trim.py [--reps N] [--rounds N]` prints the section's markdown."""
+MiB they gave back. Imported by bench/bench.py, which passes itself as `bench`; also runs alone:
+`bench/bench_trim.py [--reps N] [--rounds N]` prints the section's markdown."""
 
 import os
 import statistics
@@ -222,14 +223,7 @@ def main():
     import argparse
     import json
     import tempfile
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import importlib.machinery
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench")
-    loader = importlib.machinery.SourceFileLoader("bench", path)
-    spec = importlib.util.spec_from_loader("bench", loader)
-    bench = importlib.util.module_from_spec(spec)
-    loader.exec_module(bench)
+    import bench  # beside this file, on the path as the folder of the script that runs
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=8)

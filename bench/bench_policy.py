@@ -16,7 +16,7 @@ own reading after its wait), the mean cleanup CPU per round (the records' cleanu
 worker's and the Python helper's CPU time, all rounds), and the longest wait of the program's
 heartbeat thread between a round's end and the next line (the native programs time their
 malloc and free calls; the Python ones the lateness of a 1 ms sleep, which a gc holding the GIL
-delays). Imported by scripts/bench, which passes itself as `bench`."""
+delays). Imported by bench/bench.py, which passes itself as `bench`."""
 
 import os
 import statistics

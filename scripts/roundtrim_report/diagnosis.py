@@ -18,7 +18,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import roundtrim_sites
+from . import sites as roundtrim_sites
 
 MIB = 1024.0 * 1024.0
 MAX_SITES = 3
@@ -39,7 +39,8 @@ PARTS = ("heap_live", "heap_free", "python", "other_anon", "file", "shmem", "dev
 HISTORY = 64  # the rounds the diagnosis looks at, as in the library
 REASON = re.compile(r"[a-z_]{1,23}")
 HERE = Path(__file__).resolve().parent
-DIAGNOSE = (HERE / "roundtrim-diagnose", HERE.parent / "build" / "roundtrim-diagnose")
+# Installed: beside the package, in the command's libexec folder; in the source tree: build/.
+DIAGNOSE = (HERE.parent / "roundtrim-diagnose", HERE.parents[1] / "build" / "roundtrim-diagnose")
 
 PART_WORDS = {
     "heap_live": "heap live", "heap_free": "heap free (resident)", "python": "Python objects",

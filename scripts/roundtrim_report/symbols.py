@@ -15,7 +15,7 @@ import struct
 import subprocess
 from array import array
 
-from roundtrim_text import terminal_text
+from .text import terminal_text
 
 ELF_MAGIC = b"\x7fELF"
 SHT_SYMTAB = 2

@@ -45,7 +45,7 @@ On a shared 2-core machine wall time follows the neighbours' load: read the CPU-
 first. Every run is checked: the round log's start record must show the settings asked for, and
 there must be one record per round.
 
-    scripts/bench_defaults.py [--quick] [--out FILE] [--repeats N] [--threads 1,2,4]
+    bench/bench_defaults.py [--quick] [--out FILE] [--repeats N] [--threads 1,2,4]
                               [--only native,large,python]
 
 --quick runs a small matrix (T 1, 4, 16; caps 0, 2, 4; thresholds 0 and 131072; one run each;
@@ -530,7 +530,7 @@ def main():
     head = [
         "## Defaults: glibc arena cap and mmap threshold",
         "",
-        "Written by `scripts/bench_defaults.py%s` on %s at commit %s, in %.1f minutes. Machine: "
+        "Written by `bench/bench_defaults.py%s` on %s at commit %s, in %.1f minutes. Machine: "
         "%s; load average (1, 5, 15 min) %s at start, %s at end. roundtrim's settings are "
         "checked in each run's start record. glibc's own arena cap (cap 0) is 8 x cores, here "
         "%d: with 16 threads or fewer it gives every thread its own arena. The machine is shared "

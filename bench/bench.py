@@ -23,16 +23,16 @@ repeated, and reports medians and ratios; the machine is shared and noisy):
   9. the cleanup policy: five workloads (native fragmenting, PyTorch client, a leak, a program
      that collects itself, a 1 GiB heap with 4 threads) under the fixed period and under the
      adaptive policy: end-of-round RSS, cleanup CPU per round, longest heartbeat wait
-     (scripts/bench_policy.py).
+     (bench/bench_policy.py).
  10. the defaults: the arena cap and mmap threshold the roles default to, chosen from end-of-round
      and peak RSS, CPU per round and trim time over 1-16 threads, caps 0-8 and three thresholds,
-     cleanup off, every round and under the policy (scripts/bench_defaults.py, run as it is).
+     cleanup off, every round and under the policy (bench/bench_defaults.py, run as it is).
  11. the trim: roundtrim's against the program's own malloc_trim(0), quiet and beside two
      CPU-bound processes: end-of-round RSS, trim time and CPU of a fragmenting workload with 1 s
      idle a round, a Python program against bare, the longest blocked call of a 1 GiB heap's
-     threads against the pause limit, and this machine's trim rate (scripts/bench_trim.py).
+     threads against the pause limit, and this machine's trim rate (bench/bench_trim.py).
 
-    scripts/bench [--quick] [--only SECTION[,SECTION...]] [--out FILE]
+    bench/bench.py [--quick] [--only SECTION[,SECTION...]] [--out FILE]
 
 --quick (or BENCH_QUICK=1) runs everything at a small size (a minute or two, for trying the
 driver); --only runs some sections (overhead, cuda, native, python, cleanup, sites, startup,
@@ -61,11 +61,17 @@ import threading
 import time
 import traceback
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_policy  # noqa: E402  (section 9, in a file of its own)
-import bench_trim  # noqa: E402  (section 11)
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The sections in files of their own beside this one, and the report's package (its fit and its
+# reading of sites records are what the benchmarks measure against).
+for _folder in (os.path.dirname(os.path.abspath(__file__)), os.path.join(ROOT, "scripts")):
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
+import bench_policy  # noqa: E402  (section 9)
+import bench_trim  # noqa: E402  (section 11)
+from roundtrim_report import sites as roundtrim_sites  # noqa: E402
+from roundtrim_report import stats as roundtrim_stats  # noqa: E402
+
 BUILD = os.environ.get("BUILD", "build")
 BUILD = BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD)
 LIB = os.path.join(BUILD, "libroundtrim.so")
@@ -528,10 +534,8 @@ def run_rounds(section, argv, env_delta, sample_s=0.005, timeout=900):
 
 
 def least_squares(xs, ys):
-    """(slope, standard error) of the least-squares line of ys over xs (roundtrim_stats, the
-    report's fit)."""
-    import roundtrim_stats
-
+    """(slope, standard error) of the least-squares line of ys over xs (roundtrim_report.stats,
+    the report's fit)."""
     slope = roundtrim_stats.slope(xs, ys)
     if slope is None:
         raise ZeroDivisionError(f"no slope over {len(xs)} rounds: it needs 2 distinct rounds")
@@ -1141,16 +1145,16 @@ def write_report(path, results, info, fig_dir, elapsed, errors, argv, provenance
             runs.setdefault(key, []).append(name)
     if len(runs) > 1:
         out = ["# roundtrim benchmarks", "",
-               "Written by `make bench` (`scripts/bench`) in several runs, each section by one "
+               "Written by `make bench` (`bench/bench.py`) in several runs, each section by one "
                "run on this machine (`--only` refreshes some sections and keeps the others):", ""]
-        out += [f"- {', '.join(names)}: `scripts/bench{(' ' + a) if a else ''}` on {d} at "
+        out += [f"- {', '.join(names)}: `bench/bench.py{(' ' + a) if a else ''}` on {d} at "
                 f"commit {g}" for (d, g, a), names in runs.items()]
         out += ["", "Each comparison ran its variants side by side, interleaved and repeated. The "
                 "machine is shared: prefer the instruction counts and the ratios to the absolute "
                 "times.", ""]
     else:
         out = ["# roundtrim benchmarks", "",
-               f"Written by `make bench` (`scripts/bench{(' ' + ' '.join(argv)) if argv else ''}`) "
+               f"Written by `make bench` (`bench/bench.py{(' ' + ' '.join(argv)) if argv else ''}`) "
                f"on {info['date']} in {elapsed / 60:.1f} minutes, at commit {info['git']}. Every "
                "figure below comes from that one run; each comparison ran its variants side by "
                "side, interleaved and repeated. The machine is shared: prefer the instruction "
@@ -1450,8 +1454,6 @@ def site_lists(rec):
 def names_marker(site, marker, resolver=None):
     """Whether a site's stack, as `roundtrim report --sites` prints it (Python frames, native
     frames named by the log or by the module's symbols), shows the marker function."""
-    import roundtrim_sites
-
     resolver = resolver or roundtrim_sites.Resolver()
     return any(marker in line for line in roundtrim_sites.stack_lines(site, resolver))
 
@@ -1472,8 +1474,6 @@ def roundtrim_detection(argv, marker, tmpdir, tag):
     site of the per-round sites records, and whether `roundtrim report --sites` names it."""
     log = os.path.join(tmpdir, f"detect.{tag}.jsonl")
     run("sites", argv, {"LD_PRELOAD": LIB, "ROUNDTRIM_SITES": "true", "ROUNDTRIM_LOG": log})
-    import roundtrim_sites
-
     resolver = roundtrim_sites.Resolver()
     recs = [r for r in read_log(log) if r.get("event") == "sites"]
     # The library's own view: the top of each record's growth list.
@@ -2008,9 +2008,9 @@ def section_md_diagnosis(res):
 
 
 def section_defaults(cfg, tmpdir):
-    """scripts/bench_defaults.py as it is: its Markdown is the section (it names its commands)."""
+    """bench/bench_defaults.py as it is: its Markdown is the section (it names its commands)."""
     out = os.path.join(tmpdir, "defaults.md")
-    argv = [PY, os.path.join(ROOT, "scripts", "bench_defaults.py"), "--out", out]
+    argv = [PY, os.path.join(ROOT, "bench", "bench_defaults.py"), "--out", out]
     if cfg.get("quick"):
         argv.append("--quick")
     run("defaults", argv, {"BUILD": BUILD}, timeout=3600)

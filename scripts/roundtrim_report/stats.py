@@ -1,6 +1,6 @@
 """The least-squares line of roundtrim's tools: the RSS trend per round of `roundtrim report`,
-the growth of an allocation site of `roundtrim report --sites` (roundtrim_sites.py) and the
-slope of the benchmarks (scripts/bench)."""
+the growth of an allocation site of `roundtrim report --sites` (sites.py) and the
+slope of the benchmarks (bench/bench.py)."""
 
 import math
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """roundtrim report: a per-round table of a roundtrim round log, and a plot of it.
 
 The log holds one JSON object per line, written by libroundtrim.so: a "start" record with the
@@ -11,7 +10,10 @@ The plot is drawn with matplotlib when it is installed (Debian: python3-matplotl
 gnuplot (Debian: gnuplot-nox). ROUNDTRIM_PLOTTER=matplotlib|gnuplot|none picks one by hand.
 
 With --sites, the report is on the "sites" records instead (allocation sites sampled with
-ROUNDTRIM_SITES=true): roundtrim_sites.py, beside this script.
+ROUNDTRIM_SITES=true): the module sites.py of this package.
+
+Run as a module: `python3 -m roundtrim_report` with this package's folder on sys.path, as
+`roundtrim report` does.
 """
 
 import argparse
@@ -28,17 +30,18 @@ import tempfile
 import time
 from array import array
 
-# The modules beside this script are read, never compiled into a __pycache__ beside them: run
-# by root from /usr/libexec/roundtrim, that folder would outlive the package.
+# The package's modules are read, never compiled into a __pycache__ beside them: run by root
+# from /usr/libexec/roundtrim, that folder would outlive the package. (`roundtrim report` also
+# sets this before the package's own __init__ is read.)
 sys.dont_write_bytecode = True
 
-import roundtrim_diagnosis  # noqa: E402 (after the bytecode setting)
-import roundtrim_html  # noqa: E402
-import roundtrim_sites  # noqa: E402
-import roundtrim_text  # noqa: E402
-from roundtrim_stats import slope  # noqa: E402
-from roundtrim_symbols import Resolver  # noqa: E402
-from roundtrim_report.fields import ROUND_FIELDS, SKIP_REASONS  # noqa: E402
+from . import diagnosis as roundtrim_diagnosis  # noqa: E402 (after the bytecode setting)
+from . import html as roundtrim_html  # noqa: E402
+from . import sites as roundtrim_sites  # noqa: E402
+from . import text as roundtrim_text  # noqa: E402
+from .stats import slope  # noqa: E402
+from .symbols import Resolver  # noqa: E402
+from .fields import ROUND_FIELDS, SKIP_REASONS  # noqa: E402
 
 PROG = "roundtrim report"
 MIB = 1024.0 * 1024.0

@@ -7,7 +7,7 @@ The charts are inline SVG drawn here, so the page needs nothing but a browser.""
 import html
 import time
 
-import roundtrim_diagnosis
+from . import diagnosis as roundtrim_diagnosis
 
 MIB = 1024.0 * 1024.0
 MAX_POINTS = 600  # rounds drawn per chart; a longer log is drawn every k-th round
