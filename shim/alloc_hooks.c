@@ -182,34 +182,62 @@ __attribute__((noinline)) static void count_other_block(void *p)
     malloc_other(p, c);
 }
 
-ROUNDTRIM_EXPORT void *malloc(size_t n)
+/* A thread that counts on its block with glibc's sizes in a counting mode goes back to the fast
+ * path (see roundtrim_tls_fast). Read after this thread's block is known: whatever the mode is
+ * meanwhile, the functions the fast path calls hold it. */
+static inline void fast_path_rejoin(void)
 {
-    void *p = roundtrim_next.malloc(n);
+    if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) != ROUNDTRIM_FAST_OFF)
+        roundtrim_tls_fast = roundtrim_tls_block;
+}
+
+/* The calls the fast paths do not take: a thread not yet counted or sent off the fast path by a
+ * mode's entry, another allocator than glibc, a failed malloc. */
+__attribute__((noinline)) static void *malloc_dispatch(void *p)
+{
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
             roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+            fast_path_rejoin();
             return p;
         }
         if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
             return malloc_other(p, c);
-        return malloc_modes(p, c);
+        p = malloc_modes(p, c);
+        fast_path_rejoin();
+        return p;
     }
-    return malloc_slow(p);
+    p = malloc_slow(p);
+    fast_path_rejoin();
+    return p;
 }
 
-ROUNDTRIM_EXPORT void free(void *p)
+ROUNDTRIM_EXPORT void *malloc(size_t n)
+{
+    void *p = roundtrim_fast_next.malloc(n);
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL)) {
+        roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+        return p;
+    }
+    return malloc_dispatch(p);
+}
+
+__attribute__((noinline)) static void free_dispatch(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
-        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+        uint8_t mode = __atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED);
+        if (likely(mode == ROUNDTRIM_FAST_PLAIN)) {
             roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
+            fast_path_rejoin();
             roundtrim_next.free(p);
             return;
         }
-        /* A load of its own: reusing the first would cost the plain path a register move. */
-        if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) == ROUNDTRIM_FAST_SAMPLING) {
+        if (mode == ROUNDTRIM_FAST_SAMPLING) {
+            fast_path_rejoin();
             if (unlikely(roundtrim_sample_maybe(p))) {
                 free_sampled(p, c);
                 return;
@@ -229,6 +257,58 @@ ROUNDTRIM_EXPORT void free(void *p)
         return;
     }
     free_slow(p);
+    fast_path_rejoin();
+}
+
+ROUNDTRIM_EXPORT void free(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL)) {
+        roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
+        roundtrim_fast_next.free(p);
+        return;
+    }
+    free_dispatch(p);
+}
+
+/* The fast paths' entries for the modes other than plain counting (roundtrim_fast_calls). Off:
+ * the thread leaves the fast path (malloc's entry is next_alloc.c's); free, which counted
+ * already, does the rest of what the slow path does. */
+static void fast_off_free(void *p)
+{
+    roundtrim_tls_fast = NULL;
+    roundtrim_worker_poll();
+    roundtrim_sample_free_check(p);
+    roundtrim_next.free(p);
+}
+
+/* Sampling: the allocation whose bytes reach the thread's countdown goes to the sampling path
+ * instead of being counted by the fast path, which then takes the sample as the slow path does. */
+static void *fast_sampling_malloc(size_t n)
+{
+    void *p = roundtrim_next.malloc(n);
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        unlikely(c->malloc_bytes + roundtrim_glibc_header_usable_size(p) >= c->sample_at))
+        roundtrim_tls_fast = NULL;
+    return p;
+}
+
+static void fast_sampling_free(void *p)
+{
+    if (unlikely(roundtrim_sample_maybe(p)))
+        roundtrim_sample_freed(p);
+    roundtrim_next.free(p);
+}
+
+void roundtrim_alloc_hooks_install(void)
+{
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_OFF].free, fast_off_free,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_SAMPLING].malloc, fast_sampling_malloc,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_SAMPLING].free, fast_sampling_free,
+                     __ATOMIC_RELAXED);
 }
 
 void *realloc(void *p, size_t n);

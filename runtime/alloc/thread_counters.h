@@ -50,6 +50,13 @@ struct roundtrim_thread_counters {
 extern __thread struct roundtrim_thread_counters *roundtrim_tls_block
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
+/* The block the glibc fast paths of malloc and free count on, or NULL: the one test they make.
+ * Only the hooks set it (to roundtrim_tls_block, when glibc's chunk headers give the sizes);
+ * whenever roundtrim_tls_block changes it goes back to NULL, so that a block given back at thread
+ * exit is never counted on by the thread that left it. */
+extern __thread struct roundtrim_thread_counters *roundtrim_tls_fast
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
 /* The slow path: gives the calling thread its block (or a block nobody sums, for roundtrim's
  * own threads, a disabled library, a thread past its exit hook). Never NULL. */
 struct roundtrim_thread_counters *roundtrim_thread_register(void);
