@@ -191,24 +191,20 @@ static inline void fast_path_rejoin(void)
         roundtrim_tls_fast = roundtrim_tls_block;
 }
 
-/* The calls the fast paths do not take: a thread not yet counted or sent off the fast path by a
- * mode's entry, another allocator than glibc, a failed malloc. */
+/* glibc's counting modes, for a thread not on the fast path: one not counted yet, one a mode's
+ * entry sent here (the sampling countdown crossed, the fast path off meanwhile), a failed
+ * malloc. The thread goes back to the fast path. */
 __attribute__((noinline)) static void *malloc_dispatch(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
-        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN))
             roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
-            fast_path_rejoin();
-            return p;
-        }
-        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
-            return malloc_other(p, c);
-        p = malloc_modes(p, c);
-        fast_path_rejoin();
-        return p;
+        else
+            p = malloc_modes(p, c);
+    } else {
+        p = malloc_slow(p);
     }
-    p = malloc_slow(p);
     fast_path_rejoin();
     return p;
 }
@@ -217,9 +213,19 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
 {
     void *p = roundtrim_fast_next.malloc(n);
     struct roundtrim_thread_counters *c = roundtrim_tls_fast;
-    if (likely(p != NULL && c != NULL)) {
-        roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
-        return p;
+    if (likely(p != NULL)) {
+        if (likely(c != NULL)) {
+            roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+            return p;
+        }
+        /* Another allocator than glibc, or the fast path off: these routes need no stack frame. */
+        c = roundtrim_tls_block;
+        if (likely(c != NULL)) {
+            if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
+                return malloc_other(p, c);
+            if (roundtrim_fast_glibc == ROUNDTRIM_FAST_OFF)
+                return malloc_modes(p, c);
+        }
     }
     return malloc_dispatch(p);
 }
@@ -230,30 +236,25 @@ __attribute__((noinline)) static void free_dispatch(void *p)
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
         uint8_t mode = __atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED);
+        if (mode == ROUNDTRIM_FAST_OFF) { /* since free looked */
+            free_modes(p, c);
+            return;
+        }
+        roundtrim_tls_fast = c;
         if (likely(mode == ROUNDTRIM_FAST_PLAIN)) {
             roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
-            fast_path_rejoin();
             roundtrim_next.free(p);
             return;
         }
-        if (mode == ROUNDTRIM_FAST_SAMPLING) {
-            fast_path_rejoin();
-            if (unlikely(roundtrim_sample_maybe(p))) {
-                free_sampled(p, c);
-                return;
-            }
-            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
-            c->free_calls++;
-            c->free_bytes += bytes;
-            roundtrim_count_mmapped(c, h, bytes, true);
-            roundtrim_next.free(p);
+        if (unlikely(roundtrim_sample_maybe(p))) {
+            free_sampled(p, c);
             return;
         }
-        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN) {
-            free_other(p, c);
-            return;
-        }
-        free_modes(p, c);
+        size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
+        c->free_calls++;
+        c->free_bytes += bytes;
+        roundtrim_count_mmapped(c, h, bytes, true);
+        roundtrim_next.free(p);
         return;
     }
     free_slow(p);
@@ -263,10 +264,23 @@ __attribute__((noinline)) static void free_dispatch(void *p)
 ROUNDTRIM_EXPORT void free(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_fast;
-    if (likely(p != NULL && c != NULL)) {
-        roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
-        roundtrim_fast_next.free(p);
-        return;
+    if (likely(p != NULL)) {
+        if (likely(c != NULL)) {
+            roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
+            roundtrim_fast_next.free(p);
+            return;
+        }
+        c = roundtrim_tls_block;
+        if (likely(c != NULL)) {
+            if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN) {
+                free_other(p, c);
+                return;
+            }
+            if (roundtrim_fast_glibc == ROUNDTRIM_FAST_OFF) {
+                free_modes(p, c);
+                return;
+            }
+        }
     }
     free_dispatch(p);
 }
