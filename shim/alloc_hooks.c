@@ -20,7 +20,7 @@
 
 static void count_other_block(void *p);
 
-static inline void count_new_block(void *p)
+__attribute__((noinline)) static void count_new_block_slow(void *p)
 {
     if (likely(p != NULL) && !roundtrim_in_next_alloc) {
         if (likely(roundtrim_glibc_sizes))
@@ -28,6 +28,20 @@ static inline void count_new_block(void *p)
         else
             count_other_block(p);
     }
+}
+
+/* A block of calloc, posix_memalign, aligned_alloc, memalign (and of malloc's slow path): on a
+ * thread on the fast path (glibc's sizes, a block) with sampling off, counted from its header;
+ * otherwise as the slow path does. */
+static inline void count_new_block(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        likely(!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED))) {
+        roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+        return;
+    }
+    count_new_block_slow(p);
 }
 
 /* A block about to be freed or moved: counted, and forgotten when it was sampled. */
@@ -401,7 +415,7 @@ static void *realloc_jemalloc(void *p, size_t n)
     return q;
 }
 
-static void *realloc_block(void *p, size_t n)
+__attribute__((noinline)) static void *realloc_block(void *p, size_t n)
 {
     if (p == NULL)
         return malloc(n);
@@ -434,6 +448,19 @@ static void *realloc_block(void *p, size_t n)
 
 ROUNDTRIM_EXPORT void *realloc(void *p, size_t n)
 {
+    /* A glibc block on a thread on the fast path, sampling off: the old block's header is read
+     * before the call, the counts taken after it (glibc's realloc comes back to no hook). */
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        likely(!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED))) {
+        size_t old_header = roundtrim_glibc_header(p);
+        void *q = roundtrim_next.realloc(p, n);
+        if (q || n == 0) /* glibc's realloc(p, 0) frees p and returns NULL */
+            roundtrim_count_glibc_free(c, old_header);
+        if (q)
+            roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(q));
+        return q;
+    }
     return realloc_block(p, n);
 }
 
