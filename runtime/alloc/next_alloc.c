@@ -166,8 +166,10 @@ void roundtrim_next_alloc_resolve(void)
         __atomic_store_n(&roundtrim_next.realloc, n.realloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.calloc, n.calloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.malloc, n.malloc, __ATOMIC_RELEASE);
-        roundtrim_fast_modes[ROUNDTRIM_FAST_PLAIN] =
-            (struct roundtrim_fast_calls){n.malloc, n.free};
+        __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_PLAIN].malloc, n.malloc,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_PLAIN].free, n.free,
+                         __ATOMIC_RELAXED);
         roundtrim_glibc_sizes = glibc_header_layout_holds(&n);
         roundtrim_fast_path_resume();
     }

@@ -53,9 +53,11 @@ extern struct roundtrim_fast_calls roundtrim_fast_modes[3] __attribute__((visibi
 
 static inline void roundtrim_fast_next_set(int mode)
 {
-    __atomic_store_n(&roundtrim_fast_next.malloc, roundtrim_fast_modes[mode].malloc,
+    const struct roundtrim_fast_calls *m = &roundtrim_fast_modes[mode];
+    __atomic_store_n(&roundtrim_fast_next.malloc, __atomic_load_n(&m->malloc, __ATOMIC_RELAXED),
                      __ATOMIC_SEQ_CST);
-    __atomic_store_n(&roundtrim_fast_next.free, roundtrim_fast_modes[mode].free, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&roundtrim_fast_next.free, __atomic_load_n(&m->free, __ATOMIC_RELAXED),
+                     __ATOMIC_SEQ_CST);
 }
 
 /* Sends every call through the slow path until resumed (async-signal-safe). */

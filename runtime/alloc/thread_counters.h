@@ -7,7 +7,7 @@
  * every thread that ever owned it: when a thread exits its block goes back to a free list with
  * its counts, and the next thread to take it counts on from there, so the sum over the list is
  * the whole process's traffic with no folding step that a handler could see half done. A
- * thread's TLS holds only a pointer to its block: a thread that ends without its exit hook
+ * thread's TLS holds only pointers to its block: a thread that ends without its exit hook
  * running leaves a block that stays readable and keeps being summed.
  *
  * With jemalloc serving the program through roundtrim, a block's bytes come from jemalloc's own
