@@ -20,7 +20,7 @@
 
 static void count_other_block(void *p);
 
-static inline void count_new_block(void *p)
+__attribute__((noinline)) static void count_new_block_slow(void *p)
 {
     if (likely(p != NULL) && !roundtrim_in_next_alloc) {
         if (likely(roundtrim_glibc_sizes))
@@ -28,6 +28,20 @@ static inline void count_new_block(void *p)
         else
             count_other_block(p);
     }
+}
+
+/* A block of calloc, posix_memalign, aligned_alloc, memalign (and of malloc's slow path): on a
+ * thread on the fast path (glibc's sizes, a block) with sampling off, counted from its header;
+ * otherwise as the slow path does. */
+static inline void count_new_block(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        likely(!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED))) {
+        roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+        return;
+    }
+    count_new_block_slow(p);
 }
 
 /* A block about to be freed or moved: counted, and forgotten when it was sampled. */
@@ -182,53 +196,147 @@ __attribute__((noinline)) static void count_other_block(void *p)
     malloc_other(p, c);
 }
 
-ROUNDTRIM_EXPORT void *malloc(size_t n)
+/* A thread that counts on its block with glibc's sizes in a counting mode goes back to the fast
+ * path (see roundtrim_tls_fast). Read after this thread's block is known: whatever the mode is
+ * meanwhile, the functions the fast path calls hold it. */
+static inline void fast_path_rejoin(void)
 {
-    void *p = roundtrim_next.malloc(n);
+    if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) != ROUNDTRIM_FAST_OFF)
+        roundtrim_tls_fast = roundtrim_tls_block;
+}
+
+/* glibc's counting modes, for a thread not on the fast path: one not counted yet, one a mode's
+ * entry sent here (the sampling countdown crossed, the fast path off meanwhile), a failed
+ * malloc. The thread goes back to the fast path. */
+__attribute__((noinline)) static void *malloc_dispatch(void *p)
+{
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
-        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN))
+            roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
+        else
+            p = malloc_modes(p, c);
+    } else {
+        p = malloc_slow(p);
+    }
+    fast_path_rejoin();
+    return p;
+}
+
+ROUNDTRIM_EXPORT void *malloc(size_t n)
+{
+    void *p = roundtrim_fast_next.malloc(n);
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL)) {
+        if (likely(c != NULL)) {
             roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
             return p;
         }
-        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
-            return malloc_other(p, c);
-        return malloc_modes(p, c);
+        /* Another allocator than glibc, or the fast path off: these routes need no stack frame. */
+        c = roundtrim_tls_block;
+        if (likely(c != NULL)) {
+            if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN)
+                return malloc_other(p, c);
+            if (roundtrim_fast_glibc == ROUNDTRIM_FAST_OFF)
+                return malloc_modes(p, c);
+        }
     }
-    return malloc_slow(p);
+    return malloc_dispatch(p);
 }
 
-ROUNDTRIM_EXPORT void free(void *p)
+__attribute__((noinline)) static void free_dispatch(void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
-        if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN)) {
+        uint8_t mode = __atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED);
+        if (mode == ROUNDTRIM_FAST_OFF) { /* since free looked */
+            free_modes(p, c);
+            return;
+        }
+        roundtrim_tls_fast = c;
+        if (likely(mode == ROUNDTRIM_FAST_PLAIN)) {
             roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
             roundtrim_next.free(p);
             return;
         }
-        /* A load of its own: reusing the first would cost the plain path a register move. */
-        if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) == ROUNDTRIM_FAST_SAMPLING) {
-            if (unlikely(roundtrim_sample_maybe(p))) {
-                free_sampled(p, c);
-                return;
-            }
-            size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
-            c->free_calls++;
-            c->free_bytes += bytes;
-            roundtrim_count_mmapped(c, h, bytes, true);
-            roundtrim_next.free(p);
+        if (unlikely(roundtrim_sample_maybe(p))) {
+            free_sampled(p, c);
             return;
         }
-        if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN) {
-            free_other(p, c);
-            return;
-        }
-        free_modes(p, c);
+        size_t h = roundtrim_glibc_header(p), bytes = roundtrim_glibc_usable_from_header(h);
+        c->free_calls++;
+        c->free_bytes += bytes;
+        roundtrim_count_mmapped(c, h, bytes, true);
+        roundtrim_next.free(p);
         return;
     }
     free_slow(p);
+    fast_path_rejoin();
+}
+
+ROUNDTRIM_EXPORT void free(void *p)
+{
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL)) {
+        if (likely(c != NULL)) {
+            roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
+            roundtrim_fast_next.free(p);
+            return;
+        }
+        c = roundtrim_tls_block;
+        if (likely(c != NULL)) {
+            if (roundtrim_fast_other == ROUNDTRIM_FAST_PLAIN) {
+                free_other(p, c);
+                return;
+            }
+            if (roundtrim_fast_glibc == ROUNDTRIM_FAST_OFF) {
+                free_modes(p, c);
+                return;
+            }
+        }
+    }
+    free_dispatch(p);
+}
+
+/* The fast paths' entries for the modes other than plain counting (roundtrim_fast_calls). Off:
+ * the thread leaves the fast path (malloc's entry is next_alloc.c's); free, which counted
+ * already, does the rest of what the slow path does. */
+static void fast_off_free(void *p)
+{
+    roundtrim_tls_fast = NULL;
+    roundtrim_worker_poll();
+    roundtrim_sample_free_check(p);
+    roundtrim_next.free(p);
+}
+
+/* Sampling: the allocation whose bytes reach the thread's countdown goes to the sampling path
+ * instead of being counted by the fast path, which then takes the sample as the slow path does. */
+static void *fast_sampling_malloc(size_t n)
+{
+    void *p = roundtrim_next.malloc(n);
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        unlikely(c->malloc_bytes + roundtrim_glibc_header_usable_size(p) >= c->sample_at))
+        roundtrim_tls_fast = NULL;
+    return p;
+}
+
+static void fast_sampling_free(void *p)
+{
+    if (unlikely(roundtrim_sample_maybe(p)))
+        roundtrim_sample_freed(p);
+    roundtrim_next.free(p);
+}
+
+void roundtrim_alloc_hooks_install(void)
+{
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_OFF].free, fast_off_free,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_SAMPLING].malloc, fast_sampling_malloc,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_SAMPLING].free, fast_sampling_free,
+                     __ATOMIC_RELAXED);
 }
 
 void *realloc(void *p, size_t n);
@@ -307,7 +415,7 @@ static void *realloc_jemalloc(void *p, size_t n)
     return q;
 }
 
-static void *realloc_block(void *p, size_t n)
+__attribute__((noinline)) static void *realloc_block(void *p, size_t n)
 {
     if (p == NULL)
         return malloc(n);
@@ -340,6 +448,19 @@ static void *realloc_block(void *p, size_t n)
 
 ROUNDTRIM_EXPORT void *realloc(void *p, size_t n)
 {
+    /* A glibc block on a thread on the fast path, sampling off: the old block's header is read
+     * before the call, the counts taken after it (glibc's realloc comes back to no hook). */
+    struct roundtrim_thread_counters *c = roundtrim_tls_fast;
+    if (likely(p != NULL && c != NULL) &&
+        likely(!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_RELAXED))) {
+        size_t old_header = roundtrim_glibc_header(p);
+        void *q = roundtrim_next.realloc(p, n);
+        if (q || n == 0) /* glibc's realloc(p, 0) frees p and returns NULL */
+            roundtrim_count_glibc_free(c, old_header);
+        if (q)
+            roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(q));
+        return q;
+    }
     return realloc_block(p, n);
 }
 

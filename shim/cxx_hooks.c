@@ -119,6 +119,14 @@ static inline void *op(enum cxx_op i)
     return __atomic_load_n(&next_op[i], __ATOMIC_RELAXED);
 }
 
+/* The runtime's operators are not the next malloc's library's own (libstdc++ over glibc): nothing
+ * is counted here (their malloc and free calls are), so the call goes straight on. Read after
+ * op(), which resolves. */
+static inline bool calls_reach_malloc(void)
+{
+    return !__atomic_load_n(&counts_here, __ATOMIC_RELAXED);
+}
+
 /* Counts a block the next operator new returned, unless it already went through our malloc.
  * The callers took this thread's block before the call (so that the jemalloc route's starting
  * figure excludes the block). */
@@ -208,72 +216,152 @@ static void *fallback_throwing(size_t n, size_t align)
     }
 }
 
+/* Each operator in two parts: where nothing is counted here (calls_reach_malloc), the runtime's
+ * own operator is called at once; the rest (counting, or no runtime loaded) is a function of its
+ * own, so that the direct call saves no registers for it. */
+__attribute__((noinline)) static void *new_block_rest(void *(*fn)(size_t), size_t n)
+{
+    uint64_t before = roundtrim_thread_block()->malloc_calls;
+    return fn ? counted(fn(n), before) : fallback_throwing(n, 0);
+}
+
 static void *new_block(enum cxx_op i, size_t n)
 {
     void *(*fn)(size_t) = (void *(*)(size_t))op(i);
+    if (fn && calls_reach_malloc())
+        return fn(n);
+    return new_block_rest(fn, n);
+}
+
+__attribute__((noinline)) static void *new_block_nothrow_rest(void *(*fn)(size_t, const void *),
+                                                              size_t n, const void *tag)
+{
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n), before) : fallback_throwing(n, 0);
+    return fn ? counted(fn(n, tag), before) : fallback_block(n, 0);
 }
 
 static void *new_block_nothrow(enum cxx_op i, size_t n, const void *tag)
 {
     void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))op(i);
+    if (fn && calls_reach_malloc())
+        return fn(n, tag);
+    return new_block_nothrow_rest(fn, n, tag);
+}
+
+__attribute__((noinline)) static void *new_aligned_rest(void *(*fn)(size_t, size_t), size_t n,
+                                                        size_t align)
+{
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, tag), before) : fallback_block(n, 0);
+    return fn ? counted(fn(n, align), before) : fallback_throwing(n, align);
 }
 
 static void *new_aligned(enum cxx_op i, size_t n, size_t align)
 {
     void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))op(i);
+    if (fn && calls_reach_malloc())
+        return fn(n, align);
+    return new_aligned_rest(fn, n, align);
+}
+
+__attribute__((noinline)) static void *
+new_aligned_nothrow_rest(void *(*fn)(size_t, size_t, const void *), size_t n, size_t align,
+                         const void *tag)
+{
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, align), before) : fallback_throwing(n, align);
+    return fn ? counted(fn(n, align, tag), before) : fallback_block(n, align);
 }
 
 static void *new_aligned_nothrow(enum cxx_op i, size_t n, size_t align, const void *tag)
 {
     void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))op(i);
-    uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, align, tag), before) : fallback_block(n, align);
+    if (fn && calls_reach_malloc())
+        return fn(n, align, tag);
+    return new_aligned_nothrow_rest(fn, n, align, tag);
+}
+
+__attribute__((noinline)) static void delete_block_rest(void (*fn)(void *), void *p)
+{
+    struct pending_free f = before_delete(p);
+    fn ? fn(p) : free(p);
+    after_delete(p, f);
 }
 
 static void delete_block(enum cxx_op i, void *p)
 {
     void (*fn)(void *) = (void (*)(void *))op(i);
+    if (fn && calls_reach_malloc())
+        fn(p);
+    else
+        delete_block_rest(fn, p);
+}
+
+__attribute__((noinline)) static void delete_block2_rest(void (*fn)(void *, size_t), void *p,
+                                                         size_t a)
+{
     struct pending_free f = before_delete(p);
-    fn ? fn(p) : free(p);
+    fn ? fn(p, a) : free(p);
     after_delete(p, f);
 }
 
 static void delete_block2(enum cxx_op i, void *p, size_t a)
 {
     void (*fn)(void *, size_t) = (void (*)(void *, size_t))op(i);
+    if (fn && calls_reach_malloc())
+        fn(p, a);
+    else
+        delete_block2_rest(fn, p, a);
+}
+
+__attribute__((noinline)) static void delete_block_ptr_rest(void (*fn)(void *, const void *),
+                                                            void *p, const void *tag)
+{
     struct pending_free f = before_delete(p);
-    fn ? fn(p, a) : free(p);
+    fn ? fn(p, tag) : free(p);
     after_delete(p, f);
 }
 
 static void delete_block_ptr(enum cxx_op i, void *p, const void *tag)
 {
     void (*fn)(void *, const void *) = (void (*)(void *, const void *))op(i);
+    if (fn && calls_reach_malloc())
+        fn(p, tag);
+    else
+        delete_block_ptr_rest(fn, p, tag);
+}
+
+__attribute__((noinline)) static void delete_block3_rest(void (*fn)(void *, size_t, size_t),
+                                                         void *p, size_t a, size_t b)
+{
     struct pending_free f = before_delete(p);
-    fn ? fn(p, tag) : free(p);
+    fn ? fn(p, a, b) : free(p);
     after_delete(p, f);
 }
 
 static void delete_block3(enum cxx_op i, void *p, size_t a, size_t b)
 {
     void (*fn)(void *, size_t, size_t) = (void (*)(void *, size_t, size_t))op(i);
+    if (fn && calls_reach_malloc())
+        fn(p, a, b);
+    else
+        delete_block3_rest(fn, p, a, b);
+}
+
+__attribute__((noinline)) static void
+delete_block_aligned_ptr_rest(void (*fn)(void *, size_t, const void *), void *p, size_t align,
+                              const void *tag)
+{
     struct pending_free f = before_delete(p);
-    fn ? fn(p, a, b) : free(p);
+    fn ? fn(p, align, tag) : free(p);
     after_delete(p, f);
 }
 
 static void delete_block_aligned_ptr(enum cxx_op i, void *p, size_t align, const void *tag)
 {
     void (*fn)(void *, size_t, const void *) = (void (*)(void *, size_t, const void *))op(i);
-    struct pending_free f = before_delete(p);
-    fn ? fn(p, align, tag) : free(p);
-    after_delete(p, f);
+    if (fn && calls_reach_malloc())
+        fn(p, align, tag);
+    else
+        delete_block_aligned_ptr_rest(fn, p, align, tag);
 }
 
 ROUNDTRIM_EXPORT void *_Znwm(size_t n)

@@ -19,6 +19,7 @@
 static void start(void)
 {
     roundtrim_vm_child_start();
+    roundtrim_alloc_hooks_install();
     roundtrim_next_alloc_resolve();
     roundtrim_signal_hooks_resolve();
     roundtrim_exec_hooks_resolve();

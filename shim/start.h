@@ -4,6 +4,8 @@
 #ifndef ROUNDTRIM_SHIM_START_H
 #define ROUNDTRIM_SHIM_START_H
 
+/* Gives the malloc and free fast paths their entries for the modes other than plain counting. */
+void roundtrim_alloc_hooks_install(void);
 void roundtrim_exec_hooks_resolve(void);
 void roundtrim_exit_hooks_resolve(void);
 void roundtrim_namespace_hooks_resolve(void);

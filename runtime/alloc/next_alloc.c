@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "runtime/alloc/thread_counters.h"
 #include "runtime/core/loaded_object.h"
 #include "runtime/core/real_dlsym.h"
 
@@ -19,6 +20,29 @@ static size_t boot_usable_size(void *p);
 struct roundtrim_next_alloc roundtrim_next = {
     boot_malloc,         boot_free,          boot_calloc,   boot_realloc,
     boot_posix_memalign, boot_aligned_alloc, boot_memalign, boot_usable_size,
+};
+
+/* The fast paths' entries while off: the thread goes to the slow path. free's is replaced by the
+ * hooks' (roundtrim_alloc_hooks_install), which also does what the slow path does besides
+ * counting; this one is enough before the library's start, with sampling off. */
+static void *fast_off_malloc(size_t n)
+{
+    void *p = roundtrim_next.malloc(n);
+    roundtrim_tls_fast = NULL;
+    return p;
+}
+
+static void fast_off_free(void *p)
+{
+    roundtrim_tls_fast = NULL;
+    roundtrim_next.free(p);
+}
+
+struct roundtrim_fast_calls roundtrim_fast_next = {boot_malloc, boot_free};
+struct roundtrim_fast_calls roundtrim_fast_modes[3] = {
+    [ROUNDTRIM_FAST_OFF] = {fast_off_malloc, fast_off_free},
+    [ROUNDTRIM_FAST_PLAIN] = {boot_malloc, boot_free},
+    [ROUNDTRIM_FAST_SAMPLING] = {fast_off_malloc, fast_off_free},
 };
 
 bool roundtrim_glibc_sizes;
@@ -142,6 +166,10 @@ void roundtrim_next_alloc_resolve(void)
         __atomic_store_n(&roundtrim_next.realloc, n.realloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.calloc, n.calloc, __ATOMIC_RELEASE);
         __atomic_store_n(&roundtrim_next.malloc, n.malloc, __ATOMIC_RELEASE);
+        __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_PLAIN].malloc, n.malloc,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&roundtrim_fast_modes[ROUNDTRIM_FAST_PLAIN].free, n.free,
+                         __ATOMIC_RELAXED);
         roundtrim_glibc_sizes = glibc_header_layout_holds(&n);
         roundtrim_fast_path_resume();
     }

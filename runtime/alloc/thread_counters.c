@@ -19,6 +19,16 @@ _Static_assert(offsetof(struct block, counts) == 0, "a block starts with its cou
 
 __thread struct roundtrim_thread_counters *roundtrim_tls_block
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
+__thread struct roundtrim_thread_counters *roundtrim_tls_fast
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* Every change of the calling thread's block goes through here. */
+static struct roundtrim_thread_counters *use_block(struct roundtrim_thread_counters *c)
+{
+    roundtrim_tls_fast = NULL;
+    roundtrim_tls_block = c;
+    return c;
+}
 
 /* Where uncounted threads count: their own, so that they never share a cache line. */
 static __thread struct roundtrim_thread_counters uncounted_sink
@@ -150,8 +160,8 @@ static void retire(struct roundtrim_thread_counters *c)
 /* Thread exit: later calls on this thread (other exit hooks) go uncounted. */
 static void thread_exit(void *arg)
 {
+    use_block(sink());
     retire(arg);
-    roundtrim_tls_block = sink();
 }
 
 static void create_exit_key(void)
@@ -163,7 +173,7 @@ struct roundtrim_thread_counters *roundtrim_thread_register(void)
 {
     /* pthread_setspecific may allocate, which comes back here: that allocation goes uncounted. */
     if (registering || __atomic_load_n(&counting_disabled, __ATOMIC_RELAXED))
-        return roundtrim_tls_block ? roundtrim_tls_block : (roundtrim_tls_block = sink());
+        return roundtrim_tls_block ? roundtrim_tls_block : use_block(sink());
     registering = true;
     pthread_once(&exit_key_once, create_exit_key);
     pthread_mutex_lock(&registry_lock);
@@ -177,7 +187,7 @@ struct roundtrim_thread_counters *roundtrim_thread_register(void)
         /* Last: what pthread_setspecific allocated is not the thread's. */
         attach_jemalloc(c);
     }
-    roundtrim_tls_block = c;
+    use_block(c);
     registering = false;
     return c;
 }
@@ -190,12 +200,12 @@ bool roundtrim_thread_counted(const struct roundtrim_thread_counters *c)
 void roundtrim_thread_mark_internal(void)
 {
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
+    use_block(sink());
     if (c && c != &uncounted_sink) {
         if (exit_key_ok)
             pthread_setspecific(exit_key, NULL);
         retire(c);
     }
-    roundtrim_tls_block = sink();
 }
 
 /* On the jemalloc route the block takes jemalloc's figures up to the pause, and on resuming
@@ -205,7 +215,7 @@ struct roundtrim_thread_counters *roundtrim_counting_pause(void)
     struct roundtrim_thread_counters *saved = roundtrim_tls_block;
     if (saved && saved->je_allocated)
         je_publish(saved);
-    roundtrim_tls_block = sink();
+    use_block(sink());
     return saved;
 }
 
@@ -213,7 +223,7 @@ void roundtrim_counting_resume(struct roundtrim_thread_counters *saved)
 {
     if (saved && saved->je_allocated)
         je_rebase(saved);
-    roundtrim_tls_block = saved;
+    use_block(saved);
 }
 
 bool roundtrim_counters_use_jemalloc(roundtrim_mallctl_fn mallctl)
@@ -257,7 +267,7 @@ uint64_t roundtrim_counters_mmapped_live(const struct roundtrim_traffic *t)
 void roundtrim_counters_disable(void)
 {
     __atomic_store_n(&counting_disabled, true, __ATOMIC_RELAXED);
-    roundtrim_tls_block = sink();
+    use_block(sink());
 }
 
 /* Fork: the registry lock is held across fork so the child never inherits it locked midway. */

@@ -7,7 +7,7 @@
  * every thread that ever owned it: when a thread exits its block goes back to a free list with
  * its counts, and the next thread to take it counts on from there, so the sum over the list is
  * the whole process's traffic with no folding step that a handler could see half done. A
- * thread's TLS holds only a pointer to its block: a thread that ends without its exit hook
+ * thread's TLS holds only pointers to its block: a thread that ends without its exit hook
  * running leaves a block that stays readable and keeps being summed.
  *
  * With jemalloc serving the program through roundtrim, a block's bytes come from jemalloc's own
@@ -48,6 +48,13 @@ struct roundtrim_thread_counters {
 /* This thread's block; NULL until its first counted call. initial-exec TLS: a fixed offset from
  * the thread pointer, no __tls_get_addr (which may call malloc) on the fast path. */
 extern __thread struct roundtrim_thread_counters *roundtrim_tls_block
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* The block the glibc fast paths of malloc and free count on, or NULL: the one test they make.
+ * Only the hooks set it (to roundtrim_tls_block, when glibc's chunk headers give the sizes);
+ * whenever roundtrim_tls_block changes it goes back to NULL, so that a block given back at thread
+ * exit is never counted on by the thread that left it. */
+extern __thread struct roundtrim_thread_counters *roundtrim_tls_fast
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* The slow path: gives the calling thread its block (or a block nobody sums, for roundtrim's

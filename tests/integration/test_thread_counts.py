@@ -24,14 +24,23 @@ def counts(record):
     return {k: record[k] for k in COUNT_KEYS}
 
 
+# Allocation sampling on, with the largest mean distance: every thread's first allocation takes
+# the sampling path (which draws its countdown) and every free is looked up, but no stack is
+# walked, whose own allocations would be counted as the program's.
+SAMPLING = {"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": str(1 << 40)}
+
+
+@pytest.mark.parametrize("sampling", [False, True], ids=["counting", "sampling"])
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
 def test_threads_that_start_and_exit_between_rounds_are_counted_exactly_once(run_shim,
-                                                                             allocator):
+                                                                             allocator,
+                                                                             sampling):
     """Threads exit with blocks still live, new threads take over their counters, two stay idle
     over a boundary and free what exited threads kept; after the first round's signal, roundtrim's
     worker starts on a thread that had allocated nothing yet: every round is exactly what the
-    program did."""
-    res = run_shim([prog("thread_turnover"), "threads"], env={"LD_PRELOAD": preload(allocator)})
+    program did, with allocation sampling on as well."""
+    env = dict(SAMPLING if sampling else {}, LD_PRELOAD=preload(allocator))
+    res = run_shim([prog("thread_turnover"), "threads"], env=env)
     assert res.returncode == 0, res.stderr
     want = {r["round"]: r for r in res.stdout_json()}
     got = {r["round"]: r for r in res.rounds}
@@ -41,15 +50,17 @@ def test_threads_that_start_and_exit_between_rounds_are_counted_exactly_once(run
         assert counts(got[n]) == {k: want[n][k] for k in COUNT_KEYS}, n
     # what the exited threads allocated is freed in later rounds: the program's books balance
     assert sum(want[n]["malloc_bytes"] - want[n]["free_bytes"] for n in (1, 2, 3, 4)) == 0
+    assert any(r["event"] == "sites" for r in res.records) == sampling
 
 
+@pytest.mark.parametrize("sampling", [False, True], ids=["counting", "sampling"])
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
-def test_fork_child_counts_only_its_own_traffic(run_shim, tmp_path, allocator):
+def test_fork_child_counts_only_its_own_traffic(run_shim, tmp_path, allocator, sampling):
     """The parent allocates 32 MiB and forks: the child's first round (which starts its worker)
     holds none of it, and its second is exactly what it did."""
     log = tmp_path / "fork.jsonl"
-    res = run_shim([prog("thread_turnover"), "fork"],
-                   env={"LD_PRELOAD": preload(allocator), "ROUNDTRIM_LOG": str(log)}, log=False)
+    env = dict(SAMPLING if sampling else {}, LD_PRELOAD=preload(allocator), ROUNDTRIM_LOG=str(log))
+    res = run_shim([prog("thread_turnover"), "fork"], env=env, log=False)
     assert res.returncode == 0, res.stderr
     [want] = res.stdout_json()
     child = [r for r in read_records(log) if r["pid"] == want["pid"]]
