@@ -81,9 +81,15 @@ def test_a_program_that_allocates_while_it_is_trimmed_gets_the_lock_between_hold
     recs = native(run_shim, "busy", n=6, pause_ms=300, ROUNDTRIM_TRIM_PAUSE_MS="1",
                   ROUNDTRIM_CLEANUP_BUDGET="0")
     assert len(recs) == 6
+    # Each round's freed heap comes back. On a loaded machine the worker may still be trimming
+    # one round when the program frees the next round's blocks, and that trim gives them back
+    # before the next round's RSS is read: the levels and the total say it, not each round's
+    # own before and after.
+    peak = max(r["rss_before"] for r in recs)
     for r in recs:
         assert r["cleanup"] == ["trim"] and r["trim_holds"] >= 2, r
-        assert r["rss_after"] < r["rss_before"] - 30 * MiB, r
+        assert r["rss_after"] < peak - 30 * MiB, r
+    assert sum(r["trim_released_bytes"] for r in recs) > 6 * 30 * MiB, recs
     assert sum(r["trim_holds_waited"] for r in recs) >= 3, [r["trim_holds_waited"] for r in recs]
 
 
