@@ -174,7 +174,7 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
         uint64_t w = roundtrim_sample_weight(bytes, mean);
         if (start < 0)
             __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
-        else if (roundtrim_sample_table_insert(p, (uint32_t)start, 1, w))
+        else if (roundtrim_sample_table_insert(p, roundtrim_site_ref(start), 1, w))
             roundtrim_site_add_alloc(start, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
@@ -199,10 +199,11 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
         __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
     } else {
         uint64_t w = roundtrim_sample_weight(bytes, mean);
-        if (roundtrim_sample_table_insert(p, (uint32_t)site, round_in_progress(), w))
+        if (roundtrim_sample_table_insert(p, roundtrim_site_ref(site), round_in_progress(), w))
             roundtrim_site_add_alloc(site, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        roundtrim_site_unpin(site); /* counted: the worker may give the site back once freed */
     }
     sampling_now = false;
 }
@@ -248,4 +249,5 @@ void roundtrim_sampler_fork_child(void)
     reported = 0;
     sampling_now = false;
     roundtrim_sample_table_fork_child();
+    roundtrim_site_table_fork_child();
 }
