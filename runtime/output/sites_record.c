@@ -6,6 +6,7 @@
 
 #include "policy/round_record.h"
 #include "runtime/sites/frame_names.h"
+#include "runtime/sites/object_sampler.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/frames.h"
 #include "runtime/sites/sampler.h"
@@ -16,8 +17,10 @@
 /* Worker only (or the exiting thread, under the round lock): static buffers, no allocation. */
 static uint64_t round_live[ROUNDTRIM_SITES_MAX], live[ROUNDTRIM_SITES_MAX];
 static uint64_t live_before[ROUNDTRIM_SITES_MAX], grown[ROUNDTRIM_SITES_MAX];
+static uint64_t fell[ROUNDTRIM_SITES_MAX];
 static uint32_t referenced[ROUNDTRIM_SITES_MAX]; /* samples the scan saw, live or kept */
 static uint64_t sites_dropped_before;
+static uint32_t given_back; /* after the previous record */
 static char line[512 * 1024];
 
 struct span {
@@ -141,7 +144,6 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     struct roundtrim_sampler_totals t;
     roundtrim_sampler_totals(&t);
     uint64_t sites_dropped = t.sites_dropped - sites_dropped_before;
-    uint32_t given_back = give_back_idle(sites_dropped);
 
     uint32_t sites = 0;
     for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
@@ -150,10 +152,15 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
             live[i] = round_live[i] = 0;
         sites += s != NULL;
     }
-    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++)
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
         grown[i] = live[i] > live_before[i] ? live[i] - live_before[i] : 0;
-    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES];
+        /* A site that fell is said with its new bytes: a reader keeps a site's last known
+         * bytes while it is in no list. */
+        fell[i] = live[i] < live_before[i] && roundtrim_site_at(i) ? live_before[i] - live[i] : 0;
+    }
+    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES], by_fall[TOP_SITES];
     int n_growth = top(grown, ROUNDTRIM_SITES_MAX, by_growth, TOP_SITES);
+    int n_fall = top(fell, ROUNDTRIM_SITES_MAX, by_fall, TOP_SITES);
     int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, TOP_SITES);
     int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, TOP_SITES);
 
@@ -169,14 +176,18 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_json_u64(&j, "sites_dropped", sites_dropped);
     roundtrim_json_u64(&j, "sites_given_back", given_back);
     roundtrim_json_str(&j, "python_frames_skipped", roundtrim_python_frames_unavailable());
+    roundtrim_json_str(&j, "python_objects_skipped", roundtrim_python_objects_skipped());
     site_list(&j, "grown", by_growth, n_growth);
     site_list(&j, "round_live", by_round, n_round);
     site_list(&j, "live", by_live, n_live);
+    site_list(&j, "shrunk", by_fall, n_fall);
     size_t len = roundtrim_json_end(&j);
     if (len > 0)
         roundtrim_log_write(line, len);
     memcpy(live_before, live, sizeof live);
     sites_dropped_before = t.sites_dropped;
+    /* Once written: the record's sites are read from their entries. */
+    given_back = give_back_idle(sites_dropped);
 }
 
 void roundtrim_sites_record_fork_child(void)
@@ -185,4 +196,5 @@ void roundtrim_sites_record_fork_child(void)
     struct roundtrim_sampler_totals t;
     roundtrim_sampler_totals(&t);
     sites_dropped_before = t.sites_dropped;
+    given_back = 0;
 }
