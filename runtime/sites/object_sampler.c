@@ -29,8 +29,15 @@ struct py_mem_allocator {
  * put in place, and never changed: the wrapper stays for the process's life (the library is
  * never unloaded), since tracemalloc or another tool may have wrapped it in turn. */
 static struct py_mem_allocator wrapped;
+/* Written by the GIL helper's job or the worker, read by the worker. */
 static const char *skipped = "not_yet";
 static bool decided; /* skipped is final */
+
+static void decide(const char *why)
+{
+    __atomic_store_n(&skipped, why, __ATOMIC_RELEASE);
+    __atomic_store_n(&decided, true, __ATOMIC_RELEASE);
+}
 
 /* Requests of up to 512 bytes are pymalloc's, which malloc never sees: those are counted here
  * (rounded to pymalloc's 16 bytes), with the malloc sampler held off for the malloc a debug
@@ -98,46 +105,42 @@ static void obj_free(void *ctx, void *ptr)
 static const char *attach_job(struct roundtrim_py_result *out)
 {
     (void)out;
-    decided = true;
+    const char *why = NULL;
     const char *name = P.Mem_GetCurrentAllocatorName();
     if (!name) {
-        skipped = "allocator_custom";
+        why = "allocator_custom";
     } else if (strcmp(name, "pymalloc") != 0 && strcmp(name, "pymalloc_debug") != 0) {
-        skipped = "malloc";
+        why = "malloc";
     } else {
         P.Mem_GetAllocator(PY_MEM_DOMAIN_OBJ, &wrapped);
         struct py_mem_allocator mine = {&wrapped, obj_malloc, obj_calloc, obj_realloc, obj_free};
         P.Mem_SetAllocator(PY_MEM_DOMAIN_OBJ, &mine);
-        skipped = NULL;
     }
-    return skipped;
+    decide(why);
+    return why;
 }
 
 void roundtrim_python_objects_attach(void)
 {
-    if (decided || roundtrim_sampler_skipped())
+    if (__atomic_load_n(&decided, __ATOMIC_ACQUIRE) || roundtrim_sampler_skipped())
         return;
     if (!roundtrim_python_present()) { /* an embedder may start one later */
         if (!roundtrim_python_loaded())
-            skipped = "not_python";
+            __atomic_store_n(&skipped, "not_python", __ATOMIC_RELEASE);
         return;
     }
     const char *why = roundtrim_python_frames_unavailable();
-    if (why) { /* the lines could not be named */
-        skipped = why;
-        decided = true;
-        return;
+    if (why) /* the lines could not be named */
+        decide(why);
+    else if (!P.Mem_GetAllocator || !P.Mem_SetAllocator || !P.Mem_GetCurrentAllocatorName)
+        decide("python_api");
+    else {
+        struct roundtrim_py_result res;
+        roundtrim_py_with_gil(attach_job, &res, ATTACH_GIL_WAIT_MS, ATTACH_RUN_WAIT_MS);
     }
-    if (!P.Mem_GetAllocator || !P.Mem_SetAllocator || !P.Mem_GetCurrentAllocatorName) {
-        skipped = "python_api";
-        decided = true;
-        return;
-    }
-    struct roundtrim_py_result res;
-    roundtrim_py_with_gil(attach_job, &res, ATTACH_GIL_WAIT_MS, ATTACH_RUN_WAIT_MS);
 }
 
 const char *roundtrim_python_objects_skipped(void)
 {
-    return skipped;
+    return __atomic_load_n(&skipped, __ATOMIC_ACQUIRE);
 }
