@@ -6,6 +6,7 @@
 
 #include "policy/round_record.h"
 #include "runtime/sites/frame_names.h"
+#include "runtime/sites/object_sampler.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/frames.h"
 #include "runtime/sites/sampler.h"
@@ -16,6 +17,10 @@
 /* Worker only (or the exiting thread, under the round lock): static buffers, no allocation. */
 static uint64_t round_live[ROUNDTRIM_SITES_MAX], live[ROUNDTRIM_SITES_MAX];
 static uint64_t live_before[ROUNDTRIM_SITES_MAX], grown[ROUNDTRIM_SITES_MAX];
+static uint64_t fell[ROUNDTRIM_SITES_MAX];
+static uint32_t referenced[ROUNDTRIM_SITES_MAX]; /* samples the scan saw, live or kept */
+static uint64_t sites_dropped_before;
+static uint32_t given_back; /* after the previous record */
 static char line[512 * 1024];
 
 struct span {
@@ -27,11 +32,15 @@ struct span {
 static void add_sample(const struct roundtrim_sample_view *v, void *arg)
 {
     const struct span *s = arg;
+    int32_t i = roundtrim_site_of_ref(v->site);
+    if (i < 0) /* freed, and its site given back since */
+        return;
+    referenced[i]++;
     if (v->round > s->last || (v->freed_in != 0 && v->freed_in <= s->last))
         return;
-    live[v->site] += v->weight;
+    live[i] += v->weight;
     if (v->round >= s->first)
-        round_live[v->site] += v->weight;
+        round_live[i] += v->weight;
 }
 
 /* The indexes of the n largest nonzero values, largest first. */
@@ -101,6 +110,26 @@ static void site_list(struct roundtrim_json *j, const char *key, const uint32_t 
     roundtrim_json_array_end(j);
 }
 
+/* Once the table fills (its stack sites half taken, or a sample gone without a site), the sites
+ * that hold no sample are given back: a large program's start leaves thousands of them, and a
+ * stack that appears later (a leak) must still find an entry. */
+static uint32_t give_back_idle(uint64_t dropped)
+{
+    if (roundtrim_site_stacks_taken() < ROUNDTRIM_SITES_MAIN / 2 &&
+        roundtrim_site_lines_taken() == 0 && dropped == 0)
+        return 0;
+    uint32_t given = 0;
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
+        if (referenced[i] != 0 || !roundtrim_site_at(i))
+            continue;
+        if (roundtrim_site_give_back(i)) {
+            live_before[i] = 0;
+            given++;
+        }
+    }
+    return given;
+}
+
 void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
 {
     if (roundtrim_sampler_skipped())
@@ -108,9 +137,13 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_frame_names_refresh();
     memset(round_live, 0, sizeof round_live);
     memset(live, 0, sizeof live);
+    memset(referenced, 0, sizeof referenced);
     struct span span = {(uint32_t)first, (uint32_t)last};
     uint64_t samples_live = roundtrim_sample_table_scan(add_sample, &span, span.last);
     roundtrim_sampler_reported(span.last);
+    struct roundtrim_sampler_totals t;
+    roundtrim_sampler_totals(&t);
+    uint64_t sites_dropped = t.sites_dropped - sites_dropped_before;
 
     uint32_t sites = 0;
     for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
@@ -119,15 +152,18 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
             live[i] = round_live[i] = 0;
         sites += s != NULL;
     }
-    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++)
+    for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
         grown[i] = live[i] > live_before[i] ? live[i] - live_before[i] : 0;
-    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES];
+        /* A site that fell is said with its new bytes: a reader keeps a site's last known
+         * bytes while it is in no list. */
+        fell[i] = live[i] < live_before[i] && roundtrim_site_at(i) ? live_before[i] - live[i] : 0;
+    }
+    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES], by_fall[TOP_SITES];
     int n_growth = top(grown, ROUNDTRIM_SITES_MAX, by_growth, TOP_SITES);
+    int n_fall = top(fell, ROUNDTRIM_SITES_MAX, by_fall, TOP_SITES);
     int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, TOP_SITES);
     int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, TOP_SITES);
 
-    struct roundtrim_sampler_totals t;
-    roundtrim_sampler_totals(&t);
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
     roundtrim_json_u64(&j, "round", last);
@@ -137,18 +173,28 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_json_u64(&j, "samples_live", samples_live);
     roundtrim_json_u64(&j, "samples_dropped", t.dropped);
     roundtrim_json_u64(&j, "sites", sites);
-    roundtrim_json_u64(&j, "sites_dropped", t.sites_dropped);
+    roundtrim_json_u64(&j, "sites_dropped", sites_dropped);
+    roundtrim_json_u64(&j, "sites_given_back", given_back);
     roundtrim_json_str(&j, "python_frames_skipped", roundtrim_python_frames_unavailable());
+    roundtrim_json_str(&j, "python_objects_skipped", roundtrim_python_objects_skipped());
     site_list(&j, "grown", by_growth, n_growth);
     site_list(&j, "round_live", by_round, n_round);
     site_list(&j, "live", by_live, n_live);
+    site_list(&j, "shrunk", by_fall, n_fall);
     size_t len = roundtrim_json_end(&j);
     if (len > 0)
         roundtrim_log_write(line, len);
     memcpy(live_before, live, sizeof live);
+    sites_dropped_before = t.sites_dropped;
+    /* Once written: the record's sites are read from their entries. */
+    given_back = give_back_idle(sites_dropped);
 }
 
 void roundtrim_sites_record_fork_child(void)
 {
     memset(live_before, 0, sizeof live_before);
+    struct roundtrim_sampler_totals t;
+    roundtrim_sampler_totals(&t);
+    sites_dropped_before = t.sites_dropped;
+    given_back = 0;
 }

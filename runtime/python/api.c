@@ -171,6 +171,10 @@ bool roundtrim_py_resolve(void)
     *(void **)&roundtrim_py.Unicode_AsUTF8 = optional("PyUnicode_AsUTF8", NULL);
     *(void **)&roundtrim_py.Sequence_GetItem = optional("PySequence_GetItem", NULL);
     *(void **)&roundtrim_py.Object_GenericGetDict = optional("PyObject_GenericGetDict", NULL);
+    *(void **)&roundtrim_py.Mem_GetAllocator = optional("PyMem_GetAllocator", NULL);
+    *(void **)&roundtrim_py.Mem_SetAllocator = optional("PyMem_SetAllocator", NULL);
+    *(void **)&roundtrim_py.Mem_GetCurrentAllocatorName =
+        optional("_PyMem_GetCurrentAllocatorName", NULL);
     roundtrim_py.Unicode_Type = optional("PyUnicode_Type", NULL);
     if (!roundtrim_py.GC_IsEnabled || !roundtrim_py.GC_Enable || !roundtrim_py.GC_Disable)
         roundtrim_py.GC_IsEnabled = NULL;

@@ -119,6 +119,10 @@ struct roundtrim_py_api {
     const char *(*Unicode_AsUTF8)(py_object *s);
     py_object *(*Sequence_GetItem)(py_object *o, py_ssize i);
     py_object *(*Object_GenericGetDict)(py_object *o, void *context); /* the instance __dict__ */
+    /* Optional: the object allocator, wrapped to sample small objects (object_sampler.c). */
+    void (*Mem_GetAllocator)(int domain, void *allocator);
+    void (*Mem_SetAllocator)(int domain, void *allocator);
+    const char *(*Mem_GetCurrentAllocatorName)(void);
 
     /* Data symbols (addresses of static type objects and singletons). */
     py_object *None;

@@ -14,6 +14,7 @@
 #include "runtime/cuda/track.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/output/sites_record.h"
+#include "runtime/sites/object_sampler.h"
 #include "runtime/output/metrics_file.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/python/api.h"
@@ -510,6 +511,8 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
     /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
     if (!(exit_inline && exit_async))
         roundtrim_sites_record(r.round - merged, r.round, s->wall_s);
+    if (!process_ending())
+        roundtrim_python_objects_attach();
     __atomic_store_n(&round_no, r.round, __ATOMIC_RELEASE);
     last_round_us = roundtrim_now_us();
 }

@@ -103,31 +103,36 @@ static uint32_t round_in_progress(void)
     return (uint32_t)(roundtrim_boundaries_seen() + 1);
 }
 
-static void draw_next(struct roundtrim_thread_counters *c)
+/* The byte count at which the next sample is due, counted from `at`. */
+static uint64_t next_mark(uint64_t *rng, uint64_t at, const void *salt)
 {
-    if (c->rng == 0) {
+    if (*rng == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        c->rng =
-            roundtrim_hash_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32), (uintptr_t)c) |
-            1;
+        *rng = roundtrim_hash_mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32),
+                                  (uintptr_t)salt) |
+               1;
     }
-    c->sample_at =
-        c->malloc_bytes + roundtrim_sample_interval(roundtrim_sample_random(&c->rng), mean);
+    return at + roundtrim_sample_interval(roundtrim_sample_random(rng), mean);
 }
 
-/* The caller's native frames, roundtrim's own left out. */
+static void draw_next(struct roundtrim_thread_counters *c)
+{
+    c->sample_at = next_mark(&c->rng, c->malloc_bytes, c);
+}
+
+/* The caller's native frames, roundtrim's own left out wherever they are (the hooks on top, the
+ * interpreter's object allocator wrapped in the middle). */
 static int native_frames(uintptr_t *out)
 {
     void *ips[ROUNDTRIM_SITE_NATIVE_MAX + OWN_FRAMES_MAX];
     if (!unw_backtrace_fn)
         return 0;
     int n = unw_backtrace_fn(ips, (int)(sizeof ips / sizeof ips[0]));
-    int depth = 0, i = 0;
-    while (i < n && (uintptr_t)ips[i] >= own_lo && (uintptr_t)ips[i] < own_hi)
-        i++;
-    for (; i < n && depth < ROUNDTRIM_SITE_NATIVE_MAX; i++)
-        out[depth++] = (uintptr_t)ips[i];
+    int depth = 0;
+    for (int i = 0; i < n && depth < ROUNDTRIM_SITE_NATIVE_MAX; i++)
+        if ((uintptr_t)ips[i] < own_lo || (uintptr_t)ips[i] >= own_hi)
+            out[depth++] = (uintptr_t)ips[i];
     return depth;
 }
 
@@ -146,11 +151,14 @@ static int python_frames(struct roundtrim_site_py *out)
     return n < 0 ? 0 : n;
 }
 
+static void take_sample(void *p, size_t bytes);
+
 void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counters *c)
 {
-    if (c->sample_at == 0 || sampling_now) {
+    if (c->sample_at == 0 || sampling_now || roundtrim_in_object_allocator) {
         /* A thread's first allocation draws its first distance; an allocation made while this
-         * thread takes a sample (libunwind's own) is not sampled. */
+         * thread takes a sample (libunwind's own) is not sampled, nor one the interpreter's
+         * object allocator makes (its own countdown samples the object). */
         if (!roundtrim_thread_counted(c))
             c->sample_at = UINT64_MAX;
         else if (!sampling_now)
@@ -162,8 +170,35 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
         c->sample_at = UINT64_MAX;
         return;
     }
-    sampling_now = true;
     draw_next(c);
+    take_sample(p, bytes);
+}
+
+__thread bool roundtrim_in_object_allocator;
+__thread struct roundtrim_object_countdown roundtrim_object_countdown;
+
+void roundtrim_sample_object_due(void *p, size_t bytes)
+{
+    struct roundtrim_object_countdown *o = &roundtrim_object_countdown;
+    if (!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_ACQUIRE)) {
+        o->at = UINT64_MAX;
+        return;
+    }
+    bool first = o->at == 0;
+    o->at = next_mark(&o->rng, o->bytes, o);
+    if (first || sampling_now)
+        return;
+    if (!roundtrim_thread_counted(roundtrim_thread_block())) { /* roundtrim's own threads */
+        o->at = UINT64_MAX;
+        return;
+    }
+    take_sample(p, bytes);
+}
+
+/* The stack of the block p of `bytes` bytes, interned, and the block remembered. */
+static void take_sample(void *p, size_t bytes)
+{
+    sampling_now = true;
     /* Once half the stack sites are taken in the program's start (its first round: imports, a
      * model loaded once), the rest of it is counted at one site, without a walk: a PyTorch
      * process's imports alone have more stacks than the table has entries, and the sites are
@@ -174,7 +209,7 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
         uint64_t w = roundtrim_sample_weight(bytes, mean);
         if (start < 0)
             __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
-        else if (roundtrim_sample_table_insert(p, (uint32_t)start, 1, w))
+        else if (roundtrim_sample_table_insert(p, roundtrim_site_ref(start), 1, w))
             roundtrim_site_add_alloc(start, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
@@ -199,10 +234,11 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
         __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
     } else {
         uint64_t w = roundtrim_sample_weight(bytes, mean);
-        if (roundtrim_sample_table_insert(p, (uint32_t)site, round_in_progress(), w))
+        if (roundtrim_sample_table_insert(p, roundtrim_site_ref(site), round_in_progress(), w))
             roundtrim_site_add_alloc(site, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
+        roundtrim_site_unpin(site); /* counted: the worker may give the site back once freed */
     }
     sampling_now = false;
 }
@@ -248,4 +284,5 @@ void roundtrim_sampler_fork_child(void)
     reported = 0;
     sampling_now = false;
     roundtrim_sample_table_fork_child();
+    roundtrim_site_table_fork_child();
 }

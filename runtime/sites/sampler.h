@@ -49,6 +49,28 @@ static inline void roundtrim_count_block(void *p, size_t bytes)
         roundtrim_sample_countdown(p, bytes, c);
 }
 
+/* The interpreter's object allocator (runtime/sites/object_sampler.c) samples what it hands
+ * out with a countdown of its own: set while it calls the allocator it wraps, so that the
+ * malloc that allocator makes (objects over 512 bytes) is not sampled twice. */
+extern __thread bool roundtrim_in_object_allocator __attribute__((visibility("hidden")));
+struct roundtrim_object_countdown {
+    uint64_t bytes, at, rng; /* at: 0 not drawn yet, UINT64_MAX never */
+};
+extern __thread struct roundtrim_object_countdown roundtrim_object_countdown
+    __attribute__((visibility("hidden")));
+
+/* The slow part: the object countdown was crossed by the block p of `bytes` bytes. */
+void roundtrim_sample_object_due(void *p, size_t bytes);
+
+/* After the object allocator handed out p (sampling on). */
+static inline void roundtrim_sample_object(void *p, size_t bytes)
+{
+    struct roundtrim_object_countdown *o = &roundtrim_object_countdown;
+    o->bytes += bytes;
+    if (__builtin_expect(o->bytes >= o->at, 0))
+        roundtrim_sample_object_due(p, bytes);
+}
+
 /* A block whose filter byte is set is being freed: forgets it if it was sampled. */
 void roundtrim_sample_freed(const void *p);
 

@@ -71,7 +71,7 @@ def number(value):
 def site_entries(record):
     """{site id: SITE} of the lists of a sites record (a site may be in several)."""
     entries = {}
-    for key in ("live", "round_live", "grown"):
+    for key in ("live", "round_live", "grown", "shrunk"):
         items = record.get(key)
         if not isinstance(items, list):
             continue

@@ -2,8 +2,10 @@
  * thread at a time: a stack gets one site and keeps it, stacks that differ in any frame get
  * different ones, the full table (every slot taken, through collisions) still finds every site
  * and refuses a new one, stacks past the stack sites share their line's site, the program's start
- * is one site, and the byte counts add up. Sites are never removed. Each test runs in a
- * process of its own (Check's fork mode). */
+ * is one site, and the byte counts add up. A site is given back only when unpinned and all its
+ * sampled bytes are freed; its entry then serves a new stack, the others are still found, and a
+ * freed sample's ref to the old site counts nowhere. Each test runs in a process of its own
+ * (Check's fork mode). */
 #include <check.h>
 #include <stdint.h>
 
@@ -156,6 +158,81 @@ START_TEST(stacks_past_a_full_table_share_their_lines_site)
 }
 END_TEST
 
+/* Fills every stack site; index[n] is stack n's. */
+static void fill_stack_sites(int32_t *index)
+{
+    struct stack s;
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAIN; n++) {
+        stack_make(&s, n);
+        index[n] = stack_intern(&s);
+        ck_assert_int_lt(index[n], (int32_t)ROUNDTRIM_SITES_MAIN);
+        roundtrim_site_unpin(index[n]);
+    }
+}
+
+START_TEST(a_site_whose_samples_are_freed_gives_its_entry_to_a_new_stack)
+{
+    setup();
+    static int32_t index[ROUNDTRIM_SITES_MAIN];
+    fill_stack_sites(index);
+    uint32_t gone = (uint32_t)index[77];
+    uint32_t ref = roundtrim_site_ref((int32_t)gone);
+    roundtrim_site_add_alloc((int32_t)gone, 300);
+    roundtrim_site_add_free(ref, 300);
+    ck_assert_uint_eq(roundtrim_site_stacks_taken(), ROUNDTRIM_SITES_MAIN);
+    ck_assert(roundtrim_site_give_back(gone));
+    ck_assert_ptr_null(roundtrim_site_at(gone));
+    ck_assert_uint_eq(roundtrim_site_stacks_taken(), ROUNDTRIM_SITES_MAIN - 1);
+    ck_assert_int_eq(roundtrim_site_of_ref(ref), -1);
+    /* A new stack takes the entry, not a line site; it starts from nothing. */
+    struct stack s;
+    stack_make(&s, 100000);
+    ck_assert_int_eq(stack_intern(&s), (int32_t)gone);
+    const struct roundtrim_site *site = roundtrim_site_at(gone);
+    ck_assert(site_is_stack(site, 100000));
+    ck_assert_uint_eq(site->alloc_bytes, 0);
+    ck_assert_uint_eq(site->free_bytes, 0);
+    ck_assert_uint_eq(site->samples, 0);
+    /* A freed sample of the old site is not counted at the new one. */
+    roundtrim_site_add_free(ref, 300);
+    ck_assert_uint_eq(site->free_bytes, 0);
+    ck_assert_int_eq(roundtrim_site_of_ref(roundtrim_site_ref((int32_t)gone)), (int32_t)gone);
+    /* Every other stack is still found where it was, past the entry given back. */
+    for (uint32_t n = 0; n < ROUNDTRIM_SITES_MAIN; n++) {
+        if (n == 77)
+            continue;
+        stack_make(&s, n);
+        ck_assert_int_eq(stack_intern(&s), index[n]);
+    }
+    /* The stack given back gets an entry again when seen again (a line site: the table is full
+     * once more). */
+    stack_make(&s, 77);
+    int32_t again = stack_intern(&s);
+    ck_assert_int_ge(again, (int32_t)ROUNDTRIM_SITES_MAIN);
+}
+END_TEST
+
+START_TEST(a_pinned_site_or_one_holding_live_bytes_is_kept)
+{
+    setup();
+    struct stack s;
+    stack_make(&s, 5);
+    int32_t i = stack_intern(&s); /* pinned until the sample is counted */
+    ck_assert(!roundtrim_site_give_back((uint32_t)i));
+    roundtrim_site_add_alloc(i, 4096);
+    roundtrim_site_unpin(i);
+    ck_assert(!roundtrim_site_give_back((uint32_t)i)); /* the sample is live */
+    ck_assert_int_eq(stack_intern(&s), i);             /* still found */
+    roundtrim_site_unpin(i);
+    roundtrim_site_add_free(roundtrim_site_ref(i), 4096);
+    ck_assert(roundtrim_site_give_back((uint32_t)i));
+    ck_assert(!roundtrim_site_give_back((uint32_t)i)); /* once */
+    int32_t start = roundtrim_site_start();
+    ck_assert(!roundtrim_site_give_back((uint32_t)start));
+    ck_assert_ptr_nonnull(roundtrim_site_at((uint32_t)start));
+}
+END_TEST
+
 START_TEST(code_names_are_noted_once)
 {
     setup();
@@ -215,6 +292,8 @@ int main(void)
     tcase_add_test(tc, full_table_finds_every_site_and_refuses_a_new_one);
     tcase_add_test(tc, the_programs_start_is_one_site_without_frames);
     tcase_add_test(tc, stacks_past_a_full_table_share_their_lines_site);
+    tcase_add_test(tc, a_site_whose_samples_are_freed_gives_its_entry_to_a_new_stack);
+    tcase_add_test(tc, a_pinned_site_or_one_holding_live_bytes_is_kept);
     tcase_add_test(tc, code_names_are_noted_once);
     tcase_add_test(tc, a_code_object_at_a_freed_ones_address_has_its_own_names);
     tcase_add_test(tc, unreadable_code_names_are_not_found);
