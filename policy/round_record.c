@@ -159,14 +159,13 @@ void roundtrim_json_actions(struct roundtrim_json *j, const char *k, unsigned ac
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
                             const char *skipped)
 {
-    static const char *const names[] = {"malloc_calls", "free_calls", "malloc_bytes", "free_bytes"};
-    const uint64_t values[] = {t->malloc_calls, t->free_calls, t->malloc_bytes, t->free_bytes};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (skipped)
-            roundtrim_json_str(j, names[i], NULL);
-        else
-            roundtrim_json_u64(j, names[i], values[i]);
-    }
+    /* the round record's traffic rows, with the same null */
+#define RT_TRAFFIC(name, unit, meaning)                                                            \
+    if (skipped)                                                                                   \
+        roundtrim_json_str(j, #name, NULL);                                                        \
+    else                                                                                           \
+        roundtrim_json_u64(j, #name, t->name);
+#include "policy/round_fields.def"
     if (skipped)
         roundtrim_json_str(j, "counts_skipped", skipped);
 }
@@ -196,14 +195,15 @@ static bool cuda_host_used(const struct roundtrim_cuda_round *c)
     return c->host_alloc_calls || c->host_free_calls || c->host_live_bytes;
 }
 
-#define put_TEXT    roundtrim_json_str
-#define put_REASON  roundtrim_json_str
-#define put_PID     roundtrim_json_i64
-#define put_ROUNDS  roundtrim_json_u64
-#define put_UINT    roundtrim_json_u64
-#define put_TS      roundtrim_json_ts
-#define put_FLAG    roundtrim_json_bool
-#define put_ACTIONS roundtrim_json_actions
+#define put_TEXT        roundtrim_json_str
+#define put_REASON      roundtrim_json_str
+#define put_STEP_REASON roundtrim_json_str
+#define put_PID         roundtrim_json_i64
+#define put_ROUNDS      roundtrim_json_u64
+#define put_UINT        roundtrim_json_u64
+#define put_TS          roundtrim_json_ts
+#define put_FLAG        roundtrim_json_bool
+#define put_ACTIONS     roundtrim_json_actions
 
 static void put_UINT_OR_NULL(struct roundtrim_json *j, const char *k, uint64_t v)
 {
