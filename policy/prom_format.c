@@ -2,6 +2,7 @@
 
 #include "policy/bounded_text.h"
 #include "policy/diagnosis.h"
+#include "policy/round_record.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/traffic.h"
+
+struct roundtrim_round_record;
 
 struct roundtrim_diagnosis;
 
