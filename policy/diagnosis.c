@@ -1,4 +1,5 @@
 #include "policy/diagnosis.h"
+#include "policy/json_writer.h"
 
 #include <stdarg.h>
 #include <stdio.h>

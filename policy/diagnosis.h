@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/mem_parts.h"
+
+struct roundtrim_json;
 
 enum roundtrim_cause {
     RT_CAUSE_NONE,          /* memory does not grow (whatever cleanup gives back) */

@@ -2,6 +2,7 @@
 
 #include "policy/bounded_text.h"
 #include "policy/diagnosis.h"
+#include "policy/round_record.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -135,12 +136,9 @@ static void skip_add(struct roundtrim_skip_counts *c, const char *action, const 
 void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
                                const struct roundtrim_round_record *r)
 {
-    skip_add(c, "cleanup", r->cleanup_skipped);
-    skip_add(c, "gc", r->gc_skipped);
-    skip_add(c, "trim", r->trim_skipped);
-    skip_add(c, "torch_empty_cache", r->torch_empty_cache_skipped);
-    skip_add(c, "cupy_free_blocks", r->cupy_free_blocks_skipped);
-    skip_add(c, "cuda_pool_trim", r->cuda_pool_trim_skipped);
+    /* the steps of the round record's table, in the order they run */
+#define RT_STEP(step, skip, label) skip_add(c, #step, r->skip);
+#include "policy/round_fields.def"
 }
 
 /* One series per step and reason seen; none before the first skip. */

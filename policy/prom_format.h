@@ -6,19 +6,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/traffic.h"
+
+struct roundtrim_round_record;
 
 struct roundtrim_diagnosis;
 
 /* Cleanup steps that were due and did not run, counted per step and reason since the process
- * started: the round records' cleanup_skipped, gc_skipped, trim_skipped,
- * torch_empty_cache_skipped and cuda_pool_trim_skipped. Reasons are a small set of stable names;
- * past the table's rows, further pairs are counted under reason "other". */
+ * started: the round records' skip reasons of the steps (RT_STEP rows of
+ * policy/round_fields.def). Reasons are a small set of stable names; past the table's rows,
+ * further pairs are counted under reason "other". */
 #define ROUNDTRIM_PROM_SKIP_ROWS  24
 #define ROUNDTRIM_PROM_REASON_MAX 32
 
 struct roundtrim_skip_row {
-    const char *action; /* "cleanup", "gc", "trim", "torch_empty_cache", "cuda_pool_trim" */
+    const char *action; /* the step: "cleanup", "gc", "trim", ... */
     char reason[ROUNDTRIM_PROM_REASON_MAX];
     uint64_t count;
 };

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "policy/round_record.h"
+#include "policy/cleanup_actions.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/loaded_object.h"
 #include "runtime/core/loader_tables.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/traffic.h"
 
 struct roundtrim_heap_parts {
     bool live_known;

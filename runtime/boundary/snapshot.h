@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/traffic.h"
 #include "runtime/cuda/track.h"
 
 enum roundtrim_source {

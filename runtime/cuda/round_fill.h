@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "policy/round_record.h"
+#include "policy/cuda_round.h"
 #include "runtime/cuda/account.h"
 
 /* A round's device and pinned-host figures, from the snapshots at its two ends, plus, with

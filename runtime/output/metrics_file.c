@@ -10,6 +10,7 @@
 #include "policy/framework_hooks.h"
 #include "policy/procfs.h"
 #include "policy/prom_format.h"
+#include "policy/round_record.h"
 #include "runtime/core/fd_guard.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/core/safe_file.h"

@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 #include "policy/diagnosis.h"
-#include "policy/round_record.h"
+
+struct roundtrim_round_record;
 
 void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint64_t rounds,
                                    uint64_t cleanups, const struct roundtrim_diagnosis *diagnosis);

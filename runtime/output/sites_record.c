@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/round_record.h"
+#include "policy/json_writer.h"
 #include "runtime/sites/frame_names.h"
 #include "runtime/sites/object_sampler.h"
 #include "runtime/output/log_writer.h"

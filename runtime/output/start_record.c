@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "policy/round_record.h"
+#include "policy/json_writer.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/output/no_rounds.h"
 #include "runtime/python/hook.h"

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/round_record.h"
 #include "runtime/boundary/boundary.h"
 
 #define P     roundtrim_py

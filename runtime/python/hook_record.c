@@ -7,7 +7,7 @@
 
 #include "runtime/core/settings.h"
 
-#include "policy/round_record.h"
+#include "policy/json_writer.h"
 #include "runtime/python/hook.h"
 #include "runtime/python/hook_table.h"
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/settings.h"

@@ -7,7 +7,8 @@
 #include <stdbool.h>
 
 #include "policy/diagnosis.h"
-#include "policy/round_record.h"
+
+struct roundtrim_round_record;
 
 /* Adds a round to the window (rounds whose memory was not measured are left out) and, when
  * one is due, writes the diagnosis record. */

@@ -3,7 +3,9 @@
 #ifndef ROUNDTRIM_RUNTIME_ROUNDS_MEMORY_PARTS_H
 #define ROUNDTRIM_RUNTIME_ROUNDS_MEMORY_PARTS_H
 
-#include "policy/round_record.h"
+#include "policy/cuda_round.h"
+#include "policy/mem_parts.h"
+#include "policy/traffic.h"
 
 /* total: the process's cumulative malloc counts at the boundary; cuda: the round's device
  * figures (filled before). */

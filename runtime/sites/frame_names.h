@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "policy/round_record.h"
+#include "policy/json_writer.h"
 
 /* Forgets every name when a library was loaded or unloaded since the last call (an address may
  * now be another library's). Call once per record. */

@@ -41,7 +41,7 @@ from . import sites as roundtrim_sites  # noqa: E402
 from . import text as roundtrim_text  # noqa: E402
 from .stats import slope  # noqa: E402
 from .symbols import Resolver  # noqa: E402
-from .fields import ROUND_FIELDS, SKIP_REASONS  # noqa: E402
+from .fields import ROUND_FIELDS, SKIP_FIELDS, SKIP_REASONS, STEP_SKIPS  # noqa: E402
 
 PROG = "roundtrim report"
 MIB = 1024.0 * 1024.0
@@ -537,10 +537,6 @@ def bad_field(record):
 
 EVENTS = ("start", "round", "pressure", "sites", "diagnosis", "exit", "exec")
 
-# The fields that say a step of a round was not done, and why.
-SKIP_FIELDS = ("counts_skipped", "cleanup_skipped", "gc_skipped", "trim_skipped",
-               "torch_empty_cache_skipped", "cuda_pool_trim_skipped", "memory_skipped")
-
 
 def parse_line(line, clean):
     """The record of a line (json.loads; ValueError or RecursionError for one that is no JSON or
@@ -720,11 +716,6 @@ def table_columns(proc):
     cols.append(("cleanup ms", 10, lambda r: cleanup_ms(r)))
     cols.append(("actions / events", 0, actions_text))
     return cols
-
-
-# What a skip of each step is called in the actions column.
-STEP_SKIPS = (("gc", "gc_skipped"), ("trim", "trim_skipped"),
-              ("torch", "torch_empty_cache_skipped"))
 
 
 # What each reason a step was left out means: the legend under a table names those it shows.

@@ -102,6 +102,28 @@ MEMORY_FIELDS = (
     ("read_us", "number", "microseconds", "always"),
 )
 
+# The round record's keys that say why something was not measured or done.
+SKIP_FIELDS = (
+    "counts_skipped",
+    "heap_live_skipped",
+    "memory_skipped",
+    "cleanup_skipped",
+    "trim_skipped",
+    "gc_skipped",
+    "torch_empty_cache_skipped",
+    "cupy_free_blocks_skipped",
+    "cuda_pool_trim_skipped",
+    "cuda_mem_info_skipped",
+)
+
+# (label, key): the cleanup steps whose skip the report's actions column shows, in the
+# order they run, with the key saying why.
+STEP_SKIPS = (
+    ("gc", "gc_skipped"),
+    ("trim", "trim_skipped"),
+    ("torch", "torch_empty_cache_skipped"),
+)
+
 # What each reason a step was skipped for means.
 SKIP_REASONS = {
     "program_gc": "the program collected its garbage itself in this round",

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "policy/diagnosis.h"
+#include "policy/json_writer.h"
 
 #define MAX_SAMPLES 64
 #define FIELD_MAX   24 /* a reason's length; longer ones are not the library's */

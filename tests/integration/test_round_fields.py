@@ -9,7 +9,8 @@ import sys
 from conftest import PYTHON, ROOT, prog
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from roundtrim_report.fields import MEMORY_FIELDS, ROUND_FIELDS  # noqa: E402
+from roundtrim_report.fields import (MEMORY_FIELDS, ROUND_FIELDS, SKIP_FIELDS,  # noqa: E402
+                                     STEP_SKIPS)
 
 
 def is_number(v):
@@ -104,5 +105,12 @@ def test_the_generated_module_matches_the_table():
     """fields.py lists the .def file's rows, in order (make docs writes it)."""
     import re
     text = (ROOT / "policy" / "round_fields.def").read_text()
-    declared = re.findall(r"^RT_FIELD\(([a-z_]+),", text, re.M)
-    assert declared == [row[0] for row in ROUND_FIELDS]
+    rows = re.findall(r"^RT_(FIELD|TRAFFIC)\(([a-z_]+),\s*([A-Z_]+)?", text, re.M)
+    assert [name for _, name, _ in rows] == [row[0] for row in ROUND_FIELDS]
+    # the report's skip keys and the steps its actions column names come from the same rows
+    reasons = [name for _, name, kind in rows if kind in ("REASON", "STEP_REASON")]
+    assert list(SKIP_FIELDS) == reasons
+    steps = re.findall(r'^RT_STEP\(([a-z_]+), ([a-z_]+), "([a-z_]*)"\)', text, re.M)
+    assert sorted(skip for _, skip, _ in steps) == sorted(
+        name for _, name, kind in rows if kind == "STEP_REASON")
+    assert list(STEP_SKIPS) == [(label, skip) for _, skip, label in steps if label]

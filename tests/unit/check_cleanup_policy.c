@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "policy/cleanup_policy.h"
-#include "policy/round_record.h"
+#include "policy/json_writer.h"
 #include "run_suite.h"
 #include "trim_machines.h"
 

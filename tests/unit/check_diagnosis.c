@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "policy/diagnosis.h"
+#include "policy/json_writer.h"
 #include "run_suite.h"
 
 #define MIB (1024.0 * 1024.0)

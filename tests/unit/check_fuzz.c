@@ -11,7 +11,8 @@
 #include "policy/options.h"
 #include "policy/parse.h"
 #include "policy/procfs.h"
-#include "policy/round_record.h"
+#include "policy/cleanup_actions.h"
+#include "policy/json_writer.h"
 #include "run_suite.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;

@@ -1,6 +1,7 @@
 /* The round record's JSON and the Prometheus text: what users parse and graph. */
 #include <check.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -513,6 +514,101 @@ START_TEST(skip_reasons_are_escaped_and_bounded)
 }
 END_TEST
 
+/* Each cleanup step's skip reason is a key of the record (a STEP_REASON row) and a step of the
+ * metric (an RT_STEP row): a skip key without its step, or a step without its key, fails here. */
+static const struct {
+    const char *name, *kind;
+} table_fields[] = {
+#define RT_FIELD(name, kind, unit, when, meaning, present, null_if, value) {#name, #kind},
+#include "policy/round_fields.def"
+};
+
+static const struct {
+    const char *step, *skip;
+    size_t offset;
+} table_steps[] = {
+#define RT_STEP(step, skip, label) {#step, #skip, offsetof(struct roundtrim_round_record, skip)},
+#include "policy/round_fields.def"
+};
+
+#define N_FIELDS (sizeof table_fields / sizeof table_fields[0])
+#define N_STEPS  (sizeof table_steps / sizeof table_steps[0])
+
+static bool names_a_step(const char *field)
+{
+    static const enum roundtrim_action actions[] = {RT_ACT_GC,
+                                                    RT_ACT_TRIM,
+                                                    RT_ACT_PURGE,
+                                                    RT_ACT_TORCH_EMPTY_CACHE,
+                                                    RT_ACT_CUDA_POOL_TRIM,
+                                                    RT_ACT_CUPY_FREE_BLOCKS};
+    if (strcmp(field, "cleanup_skipped") == 0)
+        return true;
+    char skip[64];
+    for (size_t a = 0; a < sizeof actions / sizeof actions[0]; a++) {
+        snprintf(skip, sizeof skip, "%s_skipped", roundtrim_action_name(actions[a]));
+        if (strcmp(field, skip) == 0)
+            return true;
+    }
+    return false;
+}
+
+START_TEST(every_step_skip_key_has_its_step_and_every_step_its_key)
+{
+    for (size_t f = 0; f < N_FIELDS; f++) {
+        size_t named = 0;
+        for (size_t s = 0; s < N_STEPS; s++)
+            named += strcmp(table_steps[s].skip, table_fields[f].name) == 0;
+        bool step_reason = strcmp(table_fields[f].kind, "STEP_REASON") == 0;
+        ck_assert_msg(named == (step_reason ? 1u : 0u), "%s (%s) is named by %zu RT_STEP rows",
+                      table_fields[f].name, table_fields[f].kind, named);
+        /* a step's skip declared as a plain reason would have no metric */
+        ck_assert_msg(step_reason || !names_a_step(table_fields[f].name),
+                      "%s is a step's skip reason: kind STEP_REASON with an RT_STEP row",
+                      table_fields[f].name);
+    }
+    for (size_t s = 0; s < N_STEPS; s++) {
+        size_t declared = 0;
+        for (size_t f = 0; f < N_FIELDS; f++)
+            declared += strcmp(table_fields[f].name, table_steps[s].skip) == 0 &&
+                        strcmp(table_fields[f].kind, "STEP_REASON") == 0;
+        ck_assert_msg(declared == 1, "RT_STEP %s: %s is no STEP_REASON row", table_steps[s].step,
+                      table_steps[s].skip);
+    }
+}
+END_TEST
+
+/* A step skipped alone: its key in the record, one series under its step in the metrics. */
+START_TEST(a_skipped_step_is_in_the_record_and_counted_under_its_step)
+{
+    for (size_t s = 0; s < N_STEPS; s++) {
+        struct roundtrim_round_record r = sample();
+        r.actions = 0;
+        r.gc_ran = false;
+        *(const char **)((char *)&r + table_steps[s].offset) = "no_yield";
+        char buf[4096], want[128];
+        ck_assert_uint_gt(roundtrim_round_record_format(&r, buf, sizeof buf), 0);
+        snprintf(want, sizeof want, "\"%s\":\"no_yield\"", table_steps[s].skip);
+        ck_assert_msg(strstr(buf, want) != NULL, "%s not in %s", want, buf);
+        struct roundtrim_skip_counts skips = {0};
+        roundtrim_skip_counts_add(&skips, &r);
+        struct roundtrim_prom_input in = {.pid = 1,
+                                          .role = "client",
+                                          .process = "p",
+                                          .last = &r,
+                                          .total = &r.traffic,
+                                          .skips = &skips};
+        char text[16384];
+        ck_assert_uint_gt(roundtrim_prom_format(&in, text, sizeof text), 0);
+        snprintf(want, sizeof want, ",action=\"%s\",reason=\"no_yield\"} 1\n", table_steps[s].step);
+        const char *at = strstr(text, want);
+        ck_assert_msg(at != NULL, "%s not in the metrics", want);
+        ck_assert_ptr_null(strstr(at + 1, "roundtrim_cleanup_skipped_total{"));
+        ck_assert_uint_eq(skips.n, 1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("records");
@@ -533,6 +629,8 @@ int main(void)
     tcase_add_test(tc, memory_parts_and_action_yields);
     tcase_add_test(tc, prometheus_text_has_what_the_alerts_read);
     tcase_add_test(tc, skip_reasons_are_escaped_and_bounded);
+    tcase_add_test(tc, every_step_skip_key_has_its_step_and_every_step_its_key);
+    tcase_add_test(tc, a_skipped_step_is_in_the_record_and_counted_under_its_step);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
