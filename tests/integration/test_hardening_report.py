@@ -419,6 +419,27 @@ def test_report_runs_no_module_of_the_working_directory_or_pythonpath(tmp_path):
     assert not marker.exists(), "a planted module was imported"
 
 
+@pytest.mark.parametrize("pythonpath", [":{lib}", "{lib}:", ".", "planted"])
+def test_report_runs_no_module_of_a_cwd_relative_pythonpath_entry(tmp_path, pythonpath):
+    """`export PYTHONPATH=$PYTHONPATH:/opt/lib` with PYTHONPATH unset leaves an empty entry, which
+    Python turns into the working directory's absolute path (a relative entry likewise): root
+    running the report in a folder others can write must not import a json.py planted there."""
+    command = installed_copy(tmp_path / "usr")
+    log = process_log(tmp_path / "log.jsonl")
+    marker = tmp_path / "marker"
+    cwd, lib = tmp_path / "shared", tmp_path / "lib"
+    for folder in (cwd, cwd / "planted", lib):
+        folder.mkdir(parents=True)
+    for folder in (cwd, cwd / "planted"):
+        for name in ("json.py", "argparse.py", "fields.py"):
+            (folder / name).write_text(PLANTED.format(marker=str(marker)))
+    r = subprocess.run([command, "report", log], cwd=cwd, capture_output=True, text=True,
+                       env=plain_env(PYTHONPATH=pythonpath.format(lib=lib)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"process {PID}" in r.stdout
+    assert not marker.exists(), "a planted module was imported"
+
+
 def test_report_runs_under_an_isolated_interpreter(tmp_path):
     """The command puts the package's folder on the path itself: an interpreter started with -I
     (no environment, no user site, no script folder) runs the report the same."""
