@@ -67,8 +67,9 @@ time, and the memory-pressure events between rounds. A summary per process gives
 cleanups gave back (resident, and device memory), the RSS trend per round: flat memory shows
 as a trend near 0 MiB/round, and the Python round hooks that attached, and
 those that never did (module never imported, or imported without the name). A line cut short,
-or a record with a field of the wrong type or out of range (negative, NaN, 2^64 or more), is
-skipped with a note on standard error that names its line and the field.
+a line of 2 MiB or more (longer than any record), or a record with a field of the wrong type or
+out of range (negative, NaN, 2^64 or more), is skipped with a note on standard error that names
+its line and the field.
 
 With --json, prints instead one JSON object: {"processes": [{"pid", "role", "exe", "rounds",
 "rss_trend_bytes_per_round", "diagnosis": {"cause", "growth_bytes_per_round", "slopes" (per
