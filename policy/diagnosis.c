@@ -319,6 +319,7 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
             return;
     }
     double device = d->slope[RT_PART_DEVICE_LIVE];
+    double python = d->slope_known[RT_PART_PYTHON] ? d->slope[RT_PART_PYTHON] : 0;
     if (device >= 0.5 * g) {
         /* The allocation sites are the heap's: device memory is named by PyTorch's own. */
         fmt_bytes(b, sizeof b, device);
@@ -326,6 +327,14 @@ static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_di
             " Of it, %s per round is device memory held by live tensors: PyTorch's memory "
             "snapshot names the code that allocates them "
             "(torch.cuda.memory._record_memory_history(), then _dump_snapshot()).",
+            b);
+    } else if (python >= 0.5 * g) {
+        /* pymalloc's objects never pass through malloc: the sampler does not see them. */
+        fmt_bytes(b, sizeof b, python);
+        say(d,
+            " Of it, %s per round is small Python objects (CPython's own arenas), which "
+            "allocation sites do not sample: tracemalloc names the lines that allocate them "
+            "(tracemalloc.start(), then compare take_snapshot() of two rounds).",
             b);
     } else {
         advise_sites(d, ctx);

@@ -97,6 +97,22 @@ START_TEST(small_python_objects_growing_are_a_leak_not_outside_the_heap)
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
     ck_assert_double_eq_tol(d.share[RT_CAUSE_LEAK], 1.0, 1e-9);
     ck_assert_ptr_null(strstr(d.advice, "ROUNDTRIM_SITES=true")); /* sampling is on */
+    /* The sites cannot name pymalloc's objects: what can is said instead of them. */
+    ck_assert_ptr_nonnull(strstr(d.advice, "6.0 MiB per round is small Python objects"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "tracemalloc"));
+    ck_assert_ptr_null(strstr(d.advice, "roundtrim report --sites"));
+    /* Sampling off: still not the sites' advice, which would find nothing. */
+    ctx.sites = false;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &ctx, &d);
+    ck_assert_ptr_null(strstr(d.advice, "ROUNDTRIM_SITES=true"));
+    ck_assert_ptr_nonnull(strstr(d.advice, "tracemalloc"));
+    /* Mostly the heap's: the sites name it. */
+    sh.grow[RT_PART_HEAP_LIVE] = 6 * MIB;
+    sh.grow[RT_PART_PYTHON] = 1.3 * MIB;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &ctx, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_nonnull(strstr(d.advice, "ROUNDTRIM_SITES=true"));
+    ck_assert_ptr_null(strstr(d.advice, "tracemalloc"));
 }
 END_TEST
 
