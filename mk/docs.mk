@@ -16,7 +16,8 @@ $(BUILD)/docs/reference/configuration.md: docs/reference/configuration.md $(BUIL
 
 # The command's help texts, at a fixed width (the option columns do not depend on the terminal).
 DOC_HELP_COMMANDS := top run round env report
-$(BUILD)/docs/reference/command.md: docs/reference/command.md scripts/roundtrim scripts/tools/doc-fill
+$(BUILD)/docs/reference/command.md: docs/reference/command.md scripts/roundtrim \
+    $(wildcard scripts/roundtrim_report/*.py) scripts/tools/doc-fill
 	@mkdir -p $(dir $@)
 	@set -e; for c in $(DOC_HELP_COMMANDS); do \
 	    if [ $$c = top ]; then a=--help; else a="$$c --help"; fi; \

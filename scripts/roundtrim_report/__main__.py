@@ -67,8 +67,9 @@ time, and the memory-pressure events between rounds. A summary per process gives
 cleanups gave back (resident, and device memory), the RSS trend per round: flat memory shows
 as a trend near 0 MiB/round, and the Python round hooks that attached, and
 those that never did (module never imported, or imported without the name). A line cut short,
-or a record with a field of the wrong type or out of range (negative, NaN, 2^64 or more), is
-skipped with a note on standard error that names its line and the field.
+a line of 2 MiB or more (longer than any record), or a record with a field of the wrong type or
+out of range (negative, NaN, 2^64 or more), is skipped with a note on standard error that names
+its line and the field.
 
 With --json, prints instead one JSON object: {"processes": [{"pid", "role", "exe", "rounds",
 "rss_trend_bytes_per_round", "diagnosis": {"cause", "growth_bytes_per_round", "slopes" (per
@@ -417,14 +418,34 @@ class Log:
             self.warnings.append(text)
 
 
+# The longest line kept, in characters: four times the library's longest record (a sites record,
+# 512 KiB), room for a record appended to a cut one. A longer line is no record of roundtrim's (another
+# program's output, a binary file): it is read in pieces and dropped, so that the report's memory
+# stays bounded whatever the log holds.
+MAX_LINE = 2 * 1024 * 1024
+
+
+def bounded_lines(f):
+    """The lines of f, one at a time, each cut at MAX_LINE characters (the rest read, dropped)."""
+    while True:
+        line = f.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) == MAX_LINE and not line.endswith("\n"):
+            rest = line
+            while len(rest) == MAX_LINE and not rest.endswith("\n"):
+                rest = f.readline(MAX_LINE)
+        yield line
+
+
 @contextlib.contextmanager
 def log_lines(path):
-    """The lines of the log, one at a time; - is standard input."""
+    """The lines of the log, one at a time, as bounded_lines cuts them; - is standard input."""
     if path == "-":
-        yield sys.stdin
+        yield bounded_lines(sys.stdin)
     else:
         with open(path, encoding="utf-8", errors="replace") as f:
-            yield f
+            yield bounded_lines(f)
 
 
 def complete_tail(line):
@@ -555,6 +576,10 @@ def read_records(lines, path, new_process, only_pid=None, clean=False):
     log = Log()
     for number, line in enumerate(lines, 1):
         if not line.strip():
+            continue
+        if len(line) >= MAX_LINE:
+            log.warn(f"{path}:{number}: a line of {MAX_LINE // (1024 * 1024)} MiB or more, "
+                     "longer than any roundtrim record: not read; skipped")
             continue
         as_read = True  # the line is the record's JSON as the report keeps it
         try:

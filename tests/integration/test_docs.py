@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import LIB, ROOT, read_records, rounds, shim_env
+from conftest import LIB, PYTHON, ROOT, read_records, rounds, shim_env
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -142,6 +142,29 @@ def test_every_metric_the_library_writes_is_documented():
     page = (DOCS / "reference" / "metrics.md").read_text()
     missing = sorted(n for n in names if f"`{n}" not in page)
     assert not missing, f"metrics missing from docs/reference/metrics.md: {missing}"
+
+
+def test_every_record_and_every_key_of_the_start_and_exit_records_is_documented(tmp_path):
+    """A Python process's log (start, rounds, sites, diagnosis, exit): each event is named in
+    docs/reference/log-file.md, and each key of its start and exit records is explained there."""
+    log = tmp_path / "rt.jsonl"
+    program = ("import ctypes, time\nend = ctypes.CDLL(None).roundtrim_round_end\nkept = []\n"
+               "for r in range(12):\n    kept.append(bytearray(1 << 20))\n    end()\n"
+               "    time.sleep(0.02)\n")
+    env = shim_env({"ROUNDTRIM_SITES": "true"}, log_path=log)
+    done = subprocess.run([PYTHON, "-c", program], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    records = read_records(log)
+    events = {r["event"] for r in records}
+    assert {"start", "round", "sites", "diagnosis", "exit"} <= events, events
+    page = (DOCS / "reference" / "log-file.md").read_text()
+    missing = sorted(e for e in events if f'"event":"{e}"' not in page)
+    assert not missing, f"events missing from docs/reference/log-file.md: {missing}"
+    for event in ("start", "exit"):
+        keys = {k for r in records if r["event"] == event for k in r}
+        missing = sorted(k for k in keys if f"`{k}`" not in page and k not in ("event",))
+        assert not missing, f"keys of the {event} record missing from log-file.md: {missing}"
 
 
 # ---- generated pages --------------------------------------------------------------------------

@@ -365,6 +365,27 @@ def test_many_one_round_processes_take_memory_in_proportion_to_the_log(tmp_path)
             f"{args[1:]}: {peak / 2**20:.0f} MiB for a log of {size / 2**20:.0f} MiB"
 
 
+def test_a_huge_line_of_garbage_takes_no_memory_of_its_size(tmp_path):
+    """A 256 MiB line in the middle of a log (another program's output written into it, a binary
+    file): the report skips it with a note naming the line, reports the records around it, and
+    does not hold the line (it took twice its size)."""
+    log = process_log(tmp_path / "log.jsonl", rounds=4)
+    with open(log, "a") as f:
+        chunk = "A" * 2**20
+        for _ in range(256):
+            f.write(chunk)
+        f.write("\n")
+    with open(log, "a") as f:
+        for n in range(5, 9):
+            f.write(json.dumps(round_record(n)) + "\n")
+    status, err, peak = peak_rss_of([log])
+    assert status == 0, err
+    assert f"{log}:6: a line of 2 MiB or more" in err
+    assert peak < 64 * 2**20, f"the report took {peak / 2**20:.0f} MiB"
+    r = report(log, "--pid", PID, "--round", 8)
+    assert r.returncode == 0 and "\n    8 " in r.stdout, (r.stdout, r.stderr)
+
+
 # ---- 11: no bytecode beside the installed modules ---------------------------------------------
 
 
@@ -414,6 +435,27 @@ def test_report_runs_no_module_of_the_working_directory_or_pythonpath(tmp_path):
         (planted / name).write_text(PLANTED.format(marker=str(marker)))
     r = subprocess.run([command, "report", log], cwd=planted, capture_output=True, text=True,
                        env=plain_env(PYTHONPATH=str(on_path)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"process {PID}" in r.stdout
+    assert not marker.exists(), "a planted module was imported"
+
+
+@pytest.mark.parametrize("pythonpath", [":{lib}", "{lib}:", ".", "planted"])
+def test_report_runs_no_module_of_a_cwd_relative_pythonpath_entry(tmp_path, pythonpath):
+    """`export PYTHONPATH=$PYTHONPATH:/opt/lib` with PYTHONPATH unset leaves an empty entry, which
+    Python turns into the working directory's absolute path (a relative entry likewise): root
+    running the report in a folder others can write must not import a json.py planted there."""
+    command = installed_copy(tmp_path / "usr")
+    log = process_log(tmp_path / "log.jsonl")
+    marker = tmp_path / "marker"
+    cwd, lib = tmp_path / "shared", tmp_path / "lib"
+    for folder in (cwd, cwd / "planted", lib):
+        folder.mkdir(parents=True)
+    for folder in (cwd, cwd / "planted"):
+        for name in ("json.py", "argparse.py", "fields.py"):
+            (folder / name).write_text(PLANTED.format(marker=str(marker)))
+    r = subprocess.run([command, "report", log], cwd=cwd, capture_output=True, text=True,
+                       env=plain_env(PYTHONPATH=pythonpath.format(lib=lib)), timeout=120)
     assert r.returncode == 0, r.stderr
     assert f"process {PID}" in r.stdout
     assert not marker.exists(), "a planted module was imported"
