@@ -122,7 +122,7 @@ static struct slot *claim(const void *p)
     return NULL;
 }
 
-bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+static bool insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
 {
     if (!slots)
         return false;
@@ -141,19 +141,14 @@ bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round,
     return true;
 }
 
+bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+{
+    return insert(p, site, round, weight);
+}
+
 bool roundtrim_sample_table_insert_own(const void *p, uint64_t bytes)
 {
-    struct slot *s = slots ? claim(p) : NULL;
-    if (!s)
-        return false;
-    __atomic_store_n(&s->gen, s->gen + 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->site, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->round, ROUND_OWN, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->freed_in, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->weight, bytes, __ATOMIC_RELEASE);
-    filter_add(p, +1);
-    __atomic_store_n(&s->key, (uintptr_t)p, __ATOMIC_RELEASE);
-    return true;
+    return insert(p, 0, ROUND_OWN, bytes);
 }
 
 enum roundtrim_sample_found roundtrim_sample_table_remove(const void *p, uint32_t round,
