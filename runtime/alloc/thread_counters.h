@@ -146,8 +146,8 @@ bool roundtrim_counters_use_jemalloc(roundtrim_mallctl_fn mallctl);
 /* Marks the calling thread as roundtrim's own: its allocations are not the application's. */
 void roundtrim_thread_mark_internal(void);
 
-/* roundtrim's own work on an application thread (starting the worker): what it allocates is
- * not counted. Returns what roundtrim_counting_resume must be given back. */
+/* roundtrim's own work on an application thread (starting the worker, taking a sample): what
+ * it allocates is not counted. Returns what roundtrim_counting_resume must be given back. */
 struct roundtrim_thread_counters *roundtrim_counting_pause(void);
 void roundtrim_counting_resume(struct roundtrim_thread_counters *saved);
 

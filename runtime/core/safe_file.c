@@ -39,15 +39,38 @@ const char *roundtrim_file_kind(mode_t mode)
     return is_kind(mode) + 3;
 }
 
+const char *roundtrim_file_foreign(const char *path, const struct stat *st)
+{
+    if (st->st_uid == geteuid())
+        return NULL;
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof dir)
+        return "is in a directory whose name is too long to examine";
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    struct stat d;
+    if (stat(!slash ? "." : n ? dir : "/", &d) != 0)
+        return "is in a directory that cannot be examined";
+    if (!(d.st_mode & S_ISVTX) || !(d.st_mode & (S_IWOTH | S_IWGRP)) || st->st_uid == d.st_uid)
+        return NULL;
+    return d.st_mode & S_IWOTH ? "belongs to another user in a sticky, world-writable directory"
+                               : "belongs to another user in a sticky, group-writable directory";
+}
+
 /* A file of another kind is refused before it is opened: opening some devices acts (a watchdog
- * starts counting, a tape rewinds), and opening a FIFO may block. */
-static bool refuse_existing(const char *path, const char **why)
+ * starts counting, a tape rewinds), and opening a FIFO may block. So is a file someone else may
+ * have planted for us to write into. */
+static bool refuse_existing(const char *path, bool writing, const char **why)
 {
     struct stat st;
-    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+    if (lstat(path, &st) != 0)
         return false;
-    *why = is_kind(st.st_mode);
-    return true;
+    *why = !S_ISREG(st.st_mode) ? is_kind(st.st_mode)
+           : writing            ? roundtrim_file_foreign(path, &st)
+                                : NULL;
+    return *why != NULL;
 }
 
 /* After open: still a regular file (the path may have been swapped since the lstat). */
@@ -83,7 +106,7 @@ int roundtrim_dup_high(int fd)
 
 int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const char **why)
 {
-    if (refuse_existing(path, why))
+    if (refuse_existing(path, true, why))
         return -1;
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd < 0) {
@@ -102,6 +125,13 @@ int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const 
         close(fd);
         return -1;
     }
+    /* Planted between the look above and the open (opening it for appending changed nothing). */
+    const char *foreign = roundtrim_file_foreign(path, &st);
+    if (foreign) {
+        *why = foreign;
+        close(fd);
+        return -1;
+    }
     id->dev = st.st_dev;
     id->ino = st.st_ino;
     return move_high(fd);
@@ -110,7 +140,7 @@ int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const 
 int roundtrim_open_read(const char *path)
 {
     const char *why;
-    if (refuse_existing(path, &why)) {
+    if (refuse_existing(path, false, &why)) {
         errno = EINVAL;
         return -1;
     }

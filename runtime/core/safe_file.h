@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* What a descriptor referred to when it was opened. */
@@ -16,8 +17,8 @@ struct roundtrim_file_id {
 
 /* Opens path for appending, creating it with mode 0644 less the umask. The descriptor is
  * close-on-exec and numbered 200 or above where possible, away from the program's own. Returns
- * -1 when the path cannot be opened or is not a regular file; *why then says why ("is a FIFO",
- * strerror). */
+ * -1 when the path cannot be opened, is not a regular file or is another user's file that may
+ * have been planted (roundtrim_file_foreign); *why then says why ("is a FIFO", strerror). */
 int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const char **why);
 
 /* A close-on-exec copy of fd, numbered 200 or above where the descriptor limit allows (3 or
@@ -41,6 +42,13 @@ bool roundtrim_fd_id(int fd, struct roundtrim_file_id *id);
 /* Whether fd still refers to the file it was opened on (the program may have closed it and
  * reused the number for a file of its own). */
 bool roundtrim_fd_is(int fd, const struct roundtrim_file_id *id);
+
+/* Why the existing file at path, whose lstat or fstat is st, must not be written by us, or
+ * NULL: it sits in a sticky directory others may write into (world- or group-writable, /tmp)
+ * and belongs neither to our effective uid nor to the directory's owner, so anyone could have
+ * left it there for us to fill (what the kernel refuses with fs.protected_regular=2, whatever
+ * that setting is here). */
+const char *roundtrim_file_foreign(const char *path, const struct stat *st);
 
 /* "a symbolic link", "a FIFO", "a directory", ... for a warning about a file of the wrong kind. */
 const char *roundtrim_file_kind(mode_t mode);

@@ -43,7 +43,8 @@ static void warn_once(const char *path, const char *what, const char *why)
 }
 
 /* The target may be replaced only when it is a regular file or absent: a device (/dev/null as
- * root), a FIFO, a directory or a symlink at the path is left alone. */
+ * root), a FIFO, a directory or a symlink at the path is left alone, and so is another user's
+ * file in a sticky directory (root may remove it there; nobody else could). */
 static bool target_replaceable(const char *path, bool *exists)
 {
     struct stat st;
@@ -52,13 +53,18 @@ static bool target_replaceable(const char *path, bool *exists)
         warn_once(path, "inspect", strerror(errno));
         return false;
     }
-    if (*exists && !S_ISREG(st.st_mode)) {
-        char why[64];
+    if (!*exists)
+        return true;
+    const char *foreign = S_ISREG(st.st_mode) ? roundtrim_file_foreign(path, &st) : NULL;
+    if (S_ISREG(st.st_mode) && !foreign)
+        return true;
+    char why[128];
+    if (foreign)
+        snprintf(why, sizeof why, "it %s, left alone", foreign);
+    else
         snprintf(why, sizeof why, "it is %s, left alone", roundtrim_file_kind(st.st_mode));
-        warn_once(path, "replace", why);
-        return false;
-    }
-    return true;
+    warn_once(path, "replace", why);
+    return false;
 }
 
 /* Writes text to a new temporary file beside path and renames it over path. The temporary name

@@ -9,6 +9,9 @@
 #define KEY_BUSY      2u /* an insert is writing the slot */
 #define KEY_KEPT      3u /* a freed sample kept until its round's record is written */
 
+/* The round of a block of roundtrim's own (insert_own): no round the program reaches. */
+#define ROUND_OWN UINT32_MAX
+
 /* A place where a thread may be interrupted or preempted while another one changes the slot it
  * reads. The unit suite builds it (ROUNDTRIM_SAMPLE_TABLE_TEST) as a call to a function of its
  * own, which frees and samples a block there; elsewhere it is nothing. */
@@ -119,7 +122,7 @@ static struct slot *claim(const void *p)
     return NULL;
 }
 
-bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+static bool insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
 {
     if (!slots)
         return false;
@@ -138,25 +141,37 @@ bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round,
     return true;
 }
 
-bool roundtrim_sample_table_remove(const void *p, uint32_t round, uint32_t reported, uint32_t *site,
-                                   uint64_t *weight)
+bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+{
+    return insert(p, site, round, weight);
+}
+
+bool roundtrim_sample_table_insert_own(const void *p, uint64_t bytes)
+{
+    return insert(p, 0, ROUND_OWN, bytes);
+}
+
+enum roundtrim_sample_found roundtrim_sample_table_remove(const void *p, uint32_t round,
+                                                          uint32_t reported, uint32_t *site,
+                                                          uint64_t *weight)
 {
     struct slot *s = find(p);
     if (!s)
-        return false;
+        return ROUNDTRIM_SAMPLE_NOT_FOUND;
     *site = s->site;
     *weight = s->weight;
+    bool own = s->round == ROUND_OWN;
     /* Only this block's own free can remove its key, and the block is being freed once.
      * A block from before the round in progress was live at the end of the previous round;
      * while that round's record is not written, the sample is kept for it. */
-    if (s->round < round && round - 1 > reported) {
+    if (!own && s->round < round && round - 1 > reported) {
         __atomic_store_n(&s->freed_in, round, __ATOMIC_RELAXED);
         __atomic_store_n(&s->key, KEY_KEPT, __ATOMIC_RELEASE);
     } else {
         __atomic_store_n(&s->key, KEY_TOMBSTONE, __ATOMIC_RELEASE);
     }
     filter_add(p, -1);
-    return true;
+    return own ? ROUNDTRIM_SAMPLE_OWN : ROUNDTRIM_SAMPLE_PROGRAM;
 }
 
 uint64_t roundtrim_sample_table_scan(void (*fn)(const struct roundtrim_sample_view *, void *),
@@ -180,7 +195,7 @@ uint64_t roundtrim_sample_table_scan(void (*fn)(const struct roundtrim_sample_vi
         /* A slot that changed while read (freed, or freed and taken again, even by the same
          * address) is left for the next scan. */
         if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != k ||
-            __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen)
+            __atomic_load_n(&s->gen, __ATOMIC_RELAXED) != gen || v.round == ROUND_OWN)
             continue;
         if (k == KEY_KEPT) {
             fn(&v, arg);
@@ -204,7 +219,7 @@ void roundtrim_sample_table_fork_child(void)
         uintptr_t k = slots[i].key;
         if (k == KEY_KEPT || k == KEY_BUSY) /* BUSY: an insert of a thread the child lacks */
             slots[i].key = KEY_TOMBSTONE;
-        else if (k > KEY_KEPT)
+        else if (k > KEY_KEPT && slots[i].round != ROUND_OWN)
             slots[i].round = 0;
     }
 }

@@ -29,12 +29,24 @@ bool roundtrim_sample_table_init(void);
 /* Remembers a sampled block; false when the table is full (the sample is then dropped). */
 bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight);
 
-/* Called for a block being freed whose filter byte is set: when it was sampled, removes it and
- * returns true with its site and weight. `round` is the round in progress; `reported` the last
- * round whose sites record is written: a sample that was live at the end of a round whose record
- * is not written yet is kept (as freed, with the round of its free) until it is. */
-bool roundtrim_sample_table_remove(const void *p, uint32_t round, uint32_t reported, uint32_t *site,
-                                   uint64_t *weight);
+/* Remembers a block roundtrim itself allocated while taking a sample (libunwind's thread data)
+ * and that may outlive it: its free is then roundtrim's too, not the program's. Never scanned.
+ * false when the table is full. */
+bool roundtrim_sample_table_insert_own(const void *p, uint64_t bytes);
+
+enum roundtrim_sample_found {
+    ROUNDTRIM_SAMPLE_NOT_FOUND = 0,
+    ROUNDTRIM_SAMPLE_PROGRAM, /* a sample of the program's: *site and *weight */
+    ROUNDTRIM_SAMPLE_OWN,     /* a block of insert_own: *weight holds its bytes */
+};
+
+/* Called for a block being freed whose filter byte is set: when it was remembered, removes it
+ * and says which kind it was. `round` is the round in progress; `reported` the last round whose
+ * sites record is written: a sample that was live at the end of a round whose record is not
+ * written yet is kept (as freed, with the round of its free) until it is. */
+enum roundtrim_sample_found roundtrim_sample_table_remove(const void *p, uint32_t round,
+                                                          uint32_t reported, uint32_t *site,
+                                                          uint64_t *weight);
 
 /* One sample as the worker sees it: `freed_in` is 0 for a block still live. */
 struct roundtrim_sample_view {

@@ -155,13 +155,20 @@ static void take_sample(void *p, size_t bytes);
 
 void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counters *c)
 {
-    if (c->sample_at == 0 || sampling_now || roundtrim_in_object_allocator) {
-        /* A thread's first allocation draws its first distance; an allocation made while this
-         * thread takes a sample (libunwind's own) is not sampled, nor one the interpreter's
-         * object allocator makes (its own countdown samples the object). */
+    if (sampling_now) {
+        /* roundtrim's own, made while this thread takes a sample (take_sample): counted on the
+         * uncounted sink, and remembered while it lives, so that its free is not counted as
+         * the program's either (libunwind's thread data is freed when a later thread takes
+         * over the stack). With the table full its free is counted after all. */
+        roundtrim_sample_table_insert_own(p, bytes);
+        return;
+    }
+    if (c->sample_at == 0 || roundtrim_in_object_allocator) {
+        /* A thread's first allocation draws its first distance; an allocation the interpreter's
+         * object allocator makes is not sampled (its own countdown samples the object). */
         if (!roundtrim_thread_counted(c))
             c->sample_at = UINT64_MAX;
-        else if (!sampling_now)
+        else
             draw_next(c);
         return;
     }
@@ -196,9 +203,8 @@ void roundtrim_sample_object_due(void *p, size_t bytes)
 }
 
 /* The stack of the block p of `bytes` bytes, interned, and the block remembered. */
-static void take_sample(void *p, size_t bytes)
+static void record_sample(void *p, size_t bytes)
 {
-    sampling_now = true;
     /* Once half the stack sites are taken in the program's start (its first round: imports, a
      * model loaded once), the rest of it is counted at one site, without a walk: a PyTorch
      * process's imports alone have more stacks than the table has entries, and the sites are
@@ -213,14 +219,12 @@ static void take_sample(void *p, size_t bytes)
             roundtrim_site_add_alloc(start, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
-        sampling_now = false;
         return;
     }
     __atomic_add_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&fork_pending, __ATOMIC_SEQ_CST)) {
         __atomic_sub_fetch(&walks_in_flight, 1, __ATOMIC_SEQ_CST);
         __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
-        sampling_now = false;
         return;
     }
     uintptr_t frames[ROUNDTRIM_SITE_NATIVE_MAX];
@@ -240,16 +244,49 @@ static void take_sample(void *p, size_t bytes)
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
         roundtrim_site_unpin(site); /* counted: the worker may give the site back once freed */
     }
+}
+
+/* What is allocated and freed while the sample is taken (libunwind's thread data, the
+ * interpreter's frame reader's) is roundtrim's, not the program's: the thread counts on its
+ * uncounted sink meanwhile, whose countdown at 0 sends each of those allocations to
+ * roundtrim_sample_due. */
+static void take_sample(void *p, size_t bytes)
+{
+    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
+    roundtrim_thread_block()->sample_at = 0;
+    sampling_now = true;
+    record_sample(p, bytes);
     sampling_now = false;
+    roundtrim_counting_resume(counting);
+}
+
+/* A block of roundtrim's own is being freed, on a path that counts the free on the thread's
+ * block (before or after this call): taken off again, with the mapped bytes glibc's large blocks
+ * take off. */
+static void uncount_own_free(const void *p, uint64_t bytes)
+{
+    struct roundtrim_thread_counters *c = roundtrim_thread_block();
+    c->free_calls--;
+    c->free_bytes -= bytes;
+    if (roundtrim_glibc_sizes)
+        roundtrim_count_mmapped(c, roundtrim_glibc_header(p), bytes, false);
 }
 
 void roundtrim_sample_freed(const void *p)
 {
     uint32_t site;
     uint64_t w;
-    if (roundtrim_sample_table_remove(p, round_in_progress(),
-                                      __atomic_load_n(&reported, __ATOMIC_ACQUIRE), &site, &w))
+    switch (roundtrim_sample_table_remove(
+        p, round_in_progress(), __atomic_load_n(&reported, __ATOMIC_ACQUIRE), &site, &w)) {
+    case ROUNDTRIM_SAMPLE_PROGRAM:
         roundtrim_site_add_free(site, w);
+        break;
+    case ROUNDTRIM_SAMPLE_OWN:
+        uncount_own_free(p, w);
+        break;
+    case ROUNDTRIM_SAMPLE_NOT_FOUND:
+        break;
+    }
 }
 
 void roundtrim_sampler_totals(struct roundtrim_sampler_totals *out)

@@ -71,7 +71,8 @@ static inline void roundtrim_sample_object(void *p, size_t bytes)
         roundtrim_sample_object_due(p, bytes);
 }
 
-/* A block whose filter byte is set is being freed: forgets it if it was sampled. */
+/* A block whose filter byte is set is being freed: forgets it if it was sampled; when it is one
+ * roundtrim allocated while taking a sample, takes its free off the thread's counts again. */
 void roundtrim_sample_freed(const void *p);
 
 /* Before a block is freed or moved, on the paths that do not know the mode (realloc, C++

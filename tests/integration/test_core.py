@@ -22,18 +22,19 @@ def expected_counts(result):
     return {r["round"]: r for r in result.stdout_json()}
 
 
-@pytest.mark.parametrize("sampling", [False, True], ids=["counting", "sampling"])
+@pytest.mark.parametrize("sampling", [None, 1 << 40, 4096], ids=["counting", "sampling", "walking"])
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
 def test_round_counts_are_exact(run_shim, allocator, sampling):
     preload = str(LIB) if allocator == "glibc" else f"{LIB} {JEMALLOC}"
     if allocator == "jemalloc" and not os.path.exists(JEMALLOC):
         pytest.skip("libjemalloc2 is not installed")
     # The fixed period: every round trims or purges, whatever it returns. Sampling on, with the
-    # largest mean distance: the sampling path draws the countdown and walks no stack (whose own
-    # allocations would be counted as the program's).
+    # largest mean distance (the sampling path draws the countdown, takes no sample) and with a
+    # short one (a sample every few blocks: the stack walks allocate, and none of that may be
+    # counted as the program's).
     env = {"LD_PRELOAD": preload, "ROUNDTRIM_ADAPTIVE": "false"}
     if sampling:
-        env.update(ROUNDTRIM_SITES="true", ROUNDTRIM_SITES_SAMPLE=str(1 << 40))
+        env.update(ROUNDTRIM_SITES="true", ROUNDTRIM_SITES_SAMPLE=str(sampling))
     res = run_shim([prog("alloc_counts")], env=env)
     assert res.returncode == 0, res.stderr
     # C23's sized frees are roundtrim's whatever the glibc (2.43 has them, older ones do not)

@@ -232,6 +232,97 @@ def test_log_at_a_device_is_refused_and_the_device_stays(run_shim):
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
 
 
+# ---- another user's file in a sticky directory (/tmp) ---------------------------------------------
+
+NOBODY = 65534  # the uid of nobody on Debian
+OTHER = 4242  # a third user, neither nobody nor root
+
+
+def sticky_dir(tmp_path, name="sticky", mode=0o1777, owner=0):
+    """A directory like /tmp, under the test's own: sticky, writable by others."""
+    if os.geteuid() != 0:
+        pytest.skip("making files of other users needs root")
+    d = tmp_path / name
+    d.mkdir()
+    os.chmod(d, mode)
+    os.chown(d, owner, owner)
+    return d
+
+
+def planted(directory, owner, name="x.jsonl", text="their own\n"):
+    """A file someone else left in the directory, writable by everyone."""
+    path = directory / name
+    path.write_text(text)
+    os.chown(path, owner, owner)
+    os.chmod(path, 0o666)
+    return path
+
+
+def run_rounds(run_shim, env):
+    res = run_shim([prog("signal_chain"), "3", "none"], env=env, log=False)
+    assert res.returncode == 0
+    assert res.stdout == "seen=0 seen_info=0 installed=SIG_DFL\n"
+    return res
+
+
+@pytest.mark.parametrize("mode,words", [(0o1777, "world-writable"), (0o1770, "group-writable")])
+def test_log_planted_by_another_user_in_a_sticky_directory_is_refused(run_shim, tmp_path, mode,
+                                                                      words):
+    """The kernel's protected_regular=2 rule, whatever the machine sets: root's records (its
+    executable, settings, memory, stacks) never go into a file another user left in /tmp."""
+    d = sticky_dir(tmp_path, mode=mode)
+    path = planted(d, NOBODY)
+    before = snapshot(d)
+    res = run_rounds(run_shim, {"ROUNDTRIM_LOG": str(path)})
+    assert res.stderr.splitlines() == [
+        f"roundtrim: cannot open ROUNDTRIM_LOG={path}: belongs to another user in a sticky, "
+        f"{words} directory; going on without a round log"]
+    assert snapshot(d) == before
+    assert path.read_text() == "their own\n"
+
+
+def test_log_of_our_own_or_of_the_directory_owner_in_a_sticky_directory_is_written(run_shim,
+                                                                                   tmp_path):
+    """What the rule lets through: our own file beside the planted one, a file of the sticky
+    directory's owner, and a file created fresh."""
+    d = sticky_dir(tmp_path)
+    planted(d, NOBODY, "theirs.jsonl")
+    ours = planted(d, 0, "ours.jsonl", "")
+    fresh = d / "fresh.jsonl"
+    theirs_dir = sticky_dir(tmp_path, "nobodys", owner=NOBODY)
+    owners = planted(theirs_dir, NOBODY, "owner.jsonl", "")
+    third = planted(theirs_dir, OTHER, "third.jsonl")
+    for path in (ours, fresh, owners):
+        res = run_rounds(run_shim, {"ROUNDTRIM_LOG": str(path)})
+        assert res.stderr == "", path
+        assert len(rounds(lines_are_records(path))) == 3, path
+    assert os.stat(fresh).st_uid == 0
+    assert os.stat(owners).st_uid == NOBODY
+    # the control: in the same directory, a third user's file is refused
+    res = run_rounds(run_shim, {"ROUNDTRIM_LOG": str(third)})
+    assert "belongs to another user in a sticky, world-writable directory" in res.stderr
+    assert third.read_text() == "their own\n"
+
+
+def test_metrics_file_planted_by_another_user_in_a_sticky_directory_is_left_alone(run_shim,
+                                                                                 tmp_path):
+    """The metrics file is replaced by rename, which root may do over anyone's file in /tmp:
+    another user's file there is left as it is, as the kernel leaves it to everyone else."""
+    d = sticky_dir(tmp_path)
+    path = planted(d, NOBODY, "rt.prom")
+    before = snapshot(d)
+    res = run_shim([prog("signal_chain"), "3", "none"], env={"ROUNDTRIM_PROM_FILE": str(path)})
+    assert res.returncode == 0 and len(res.rounds) == 3
+    assert res.stderr.splitlines() == [
+        f"roundtrim: cannot replace ROUNDTRIM_PROM_FILE={path}: it belongs to another user in a "
+        "sticky, world-writable directory, left alone; metrics are not updated"]
+    assert snapshot(d) == before  # nothing replaced, no temporary file left
+    ours = d / "ours.prom"
+    res = run_shim([prog("signal_chain"), "3", "none"], env={"ROUNDTRIM_PROM_FILE": str(ours)})
+    assert res.returncode == 0 and res.stderr == ""
+    assert "roundtrim_rounds_total{" in ours.read_text()
+
+
 def metrics_warning(path, kind):
     return (f"roundtrim: cannot replace ROUNDTRIM_PROM_FILE={path}: it is {kind}, left alone; "
             "metrics are not updated")

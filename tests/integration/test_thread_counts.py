@@ -24,13 +24,21 @@ def counts(record):
     return {k: record[k] for k in COUNT_KEYS}
 
 
-# Allocation sampling on, with the largest mean distance: every thread's first allocation takes
-# the sampling path (which draws its countdown) and every free is looked up, but no stack is
-# walked, whose own allocations would be counted as the program's.
-SAMPLING = {"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": str(1 << 40)}
+# Allocation sampling on, with the largest mean distance (every thread's first allocation takes
+# the sampling path, which draws its countdown, and every free is looked up, but no sample is
+# taken) and with a short one (a sample every few blocks: the stack walks allocate, and none of
+# that may be counted as the program's).
+SAMPLING = {"sampling": 1 << 40, "walking": 4096}
+MODES = ["counting", "sampling", "walking"]
 
 
-@pytest.mark.parametrize("sampling", [False, True], ids=["counting", "sampling"])
+def sampling_env(mode):
+    if mode == "counting":
+        return {}
+    return {"ROUNDTRIM_SITES": "true", "ROUNDTRIM_SITES_SAMPLE": str(SAMPLING[mode])}
+
+
+@pytest.mark.parametrize("sampling", MODES)
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
 def test_threads_that_start_and_exit_between_rounds_are_counted_exactly_once(run_shim,
                                                                              allocator,
@@ -39,7 +47,7 @@ def test_threads_that_start_and_exit_between_rounds_are_counted_exactly_once(run
     over a boundary and free what exited threads kept; after the first round's signal, roundtrim's
     worker starts on a thread that had allocated nothing yet: every round is exactly what the
     program did, with allocation sampling on as well."""
-    env = dict(SAMPLING if sampling else {}, LD_PRELOAD=preload(allocator))
+    env = dict(sampling_env(sampling), LD_PRELOAD=preload(allocator))
     res = run_shim([prog("thread_turnover"), "threads"], env=env)
     assert res.returncode == 0, res.stderr
     want = {r["round"]: r for r in res.stdout_json()}
@@ -50,16 +58,16 @@ def test_threads_that_start_and_exit_between_rounds_are_counted_exactly_once(run
         assert counts(got[n]) == {k: want[n][k] for k in COUNT_KEYS}, n
     # what the exited threads allocated is freed in later rounds: the program's books balance
     assert sum(want[n]["malloc_bytes"] - want[n]["free_bytes"] for n in (1, 2, 3, 4)) == 0
-    assert any(r["event"] == "sites" for r in res.records) == sampling
+    assert any(r["event"] == "sites" for r in res.records) == (sampling != "counting")
 
 
-@pytest.mark.parametrize("sampling", [False, True], ids=["counting", "sampling"])
+@pytest.mark.parametrize("sampling", MODES)
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc"])
 def test_fork_child_counts_only_its_own_traffic(run_shim, tmp_path, allocator, sampling):
     """The parent allocates 32 MiB and forks: the child's first round (which starts its worker)
     holds none of it, and its second is exactly what it did."""
     log = tmp_path / "fork.jsonl"
-    env = dict(SAMPLING if sampling else {}, LD_PRELOAD=preload(allocator), ROUNDTRIM_LOG=str(log))
+    env = dict(sampling_env(sampling), LD_PRELOAD=preload(allocator), ROUNDTRIM_LOG=str(log))
     res = run_shim([prog("thread_turnover"), "fork"], env=env, log=False)
     assert res.returncode == 0, res.stderr
     [want] = res.stdout_json()

@@ -52,7 +52,8 @@ static void remove_is(uintptr_t p, uint32_t round, uint32_t reported, uint32_t s
 {
     uint32_t got_site = 0;
     uint64_t got_weight = 0;
-    ck_assert_msg(roundtrim_sample_table_remove((void *)p, round, reported, &got_site, &got_weight),
+    ck_assert_msg(roundtrim_sample_table_remove((void *)p, round, reported, &got_site,
+                                                &got_weight) == ROUNDTRIM_SAMPLE_PROGRAM,
                   "sample %#lx not found", (unsigned long)p);
     ck_assert_uint_eq(got_site, site);
     ck_assert_uint_eq(got_weight, weight);
@@ -265,6 +266,41 @@ START_TEST(fork_child_keeps_live_samples_of_no_round)
 }
 END_TEST
 
+/* A block roundtrim allocated while taking a sample: found at its free, with its bytes, never
+ * kept for a record nor seen by a scan, and still roundtrim's in a fork child. */
+static void own_removed_is(uintptr_t p, uint32_t round, uint32_t reported, uint64_t bytes)
+{
+    uint32_t site;
+    uint64_t got = 0;
+    ck_assert_int_eq(roundtrim_sample_table_remove((void *)p, round, reported, &site, &got),
+                     ROUNDTRIM_SAMPLE_OWN);
+    ck_assert_uint_eq(got, bytes);
+    ck_assert(!roundtrim_sample_maybe((void *)p));
+    ck_assert(!removed(p));
+}
+
+START_TEST(own_block_is_found_at_its_free_and_never_scanned)
+{
+    setup();
+    ck_assert(roundtrim_sample_table_insert((void *)0xc000, 3, 1, 30));
+    ck_assert(roundtrim_sample_table_insert_own((void *)0xd000, 24));
+    ck_assert(roundtrim_sample_table_insert_own((void *)0xe000, 40));
+    ck_assert(roundtrim_sample_maybe((void *)0xd000));
+    struct seen s;
+    ck_assert_uint_eq(scan(&s, 0), 1);
+    ck_assert_uint_eq(s.n, 1);
+    ck_assert_uint_eq(s.v[0].site, 3);
+    own_removed_is(0xd000, 5, 1, 24); /* a sample of round 1 would be kept here */
+    ck_assert_uint_eq(scan(&s, 0), 1);
+    ck_assert_uint_eq(s.n, 1);
+    roundtrim_sample_table_fork_child();
+    ck_assert_uint_eq(scan(&s, 0), 1);
+    ck_assert_uint_eq(s.n, 1);
+    own_removed_is(0xe000, 2, 0, 40);
+    remove_is(0xc000, 1, 0, 3, 30);
+}
+END_TEST
+
 /* A block freed and allocated again at the same address, sampled both times, while the scan
  * reads its slot: the scan must not hand out the first sample's site with the second's weight. */
 #define REUSED 0x7a0000000200u
@@ -307,6 +343,7 @@ int main(void)
     tcase_add_test(tc, freed_sample_not_kept_when_no_record_needs_it);
     tcase_add_test(tc, filter_is_never_clear_under_a_live_sample);
     tcase_add_test(tc, fork_child_keeps_live_samples_of_no_round);
+    tcase_add_test(tc, own_block_is_found_at_its_free_and_never_scanned);
     tcase_add_test(tc, block_reused_while_scanned_is_not_torn);
     suite_add_tcase(s, tc);
     return run_suite(s);
