@@ -708,6 +708,11 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     d->rounds = (int)w;
     if (w < ROUNDTRIM_DIAG_MIN_ROUNDS) {
         d->skipped = "too_few_rounds";
+        say(d,
+            "%zu round(s) with their memory measured: a diagnosis needs %d. The first round "
+            "(the program's start) and rounds recorded while the process exits have no "
+            "measure of their own.",
+            w, ROUNDTRIM_DIAG_MIN_ROUNDS);
         return;
     }
     const struct roundtrim_diag_sample *win = smp + n - w;
@@ -863,6 +868,7 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
         roundtrim_json_str(j, "cause", NULL);
         roundtrim_json_str(j, "cause_skipped", d->skipped);
         roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
+        roundtrim_json_str(j, "advice", d->advice);
         return;
     }
     roundtrim_json_str(j, "cause", cause_names[d->cause]);

@@ -656,6 +656,9 @@ START_TEST(too_few_rounds_say_so)
     roundtrim_diagnosis_json(&j, &d);
     ck_assert(roundtrim_json_end(&j) > 0);
     ck_assert_ptr_nonnull(strstr(buf, "\"cause\":null,\"cause_skipped\":\"too_few_rounds\""));
+    /* The record says why, as the exit's record of a process whose rounds went unmeasured. */
+    ck_assert_ptr_nonnull(strstr(buf, "\"advice\":\"2 round(s) with their memory measured: a "
+                                      "diagnosis needs 3."));
 }
 END_TEST
 
