@@ -643,7 +643,18 @@ START_TEST(unknown_parts_are_never_read_as_flat)
 }
 END_TEST
 
-/* The demo's workload: RSS before cleanup flat at ~85 MiB but for the first measured round, read
+/* The diagnosis as its record's JSON fields. */
+static const char *json_of(const struct roundtrim_diagnosis *d)
+{
+    static char buf[4096];
+    struct roundtrim_json j;
+    roundtrim_json_begin(&j, buf, sizeof buf);
+    roundtrim_diagnosis_json(&j, d);
+    ck_assert(roundtrim_json_end(&j) > 0);
+    return buf;
+}
+
+/* As in the demo's workload: RSS before cleanup flat but for the first measured round, read
  * before the heap had filled. The fit is pulled up; the verdict is none, and the growth figure is
  * within its noise band. A steady leak's figure stands far out of its own. */
 START_TEST(one_low_early_round_pulls_the_fit_up_within_its_noise)
@@ -663,12 +674,7 @@ START_TEST(one_low_early_round_pulls_the_fit_up_within_its_noise)
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
     ck_assert(d.growth_per_round > 1 * MIB); /* what the old line printed beside "no growth" */
     ck_assert(d.growth_noise_per_round >= d.growth_per_round);
-    char buf[4096];
-    struct roundtrim_json j;
-    roundtrim_json_begin(&j, buf, sizeof buf);
-    roundtrim_diagnosis_json(&j, &d);
-    ck_assert(roundtrim_json_end(&j) > 0);
-    ck_assert_ptr_nonnull(strstr(buf, "\"growth_noise_bytes_per_round\":"));
+    ck_assert_ptr_nonnull(strstr(json_of(&d), "\"growth_noise_bytes_per_round\":"));
 
     struct roundtrim_diag_sample l[10];
     struct shape leak = base_shape();
@@ -686,11 +692,7 @@ START_TEST(too_few_rounds_say_so)
     struct roundtrim_diagnosis d;
     roundtrim_diagnose(s, make(s, 2, &sh, false, false), &every_round, &d);
     ck_assert_str_eq(d.skipped, "too_few_rounds");
-    char buf[2048];
-    struct roundtrim_json j;
-    roundtrim_json_begin(&j, buf, sizeof buf);
-    roundtrim_diagnosis_json(&j, &d);
-    ck_assert(roundtrim_json_end(&j) > 0);
+    const char *buf = json_of(&d);
     ck_assert_ptr_nonnull(strstr(buf, "\"cause\":null,\"cause_skipped\":\"too_few_rounds\""));
     /* The record says why, as the exit's record of a process whose rounds went unmeasured. */
     ck_assert_ptr_nonnull(strstr(buf, "\"advice\":\"2 round(s) with their memory measured: a "
