@@ -97,9 +97,10 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
         write_record();
 }
 
-/* Every process that recorded a round ends with a verdict on them, whatever they allow: rounds
- * recorded as it exits (their memory not measured) or too few measured give a record that says
- * so ("too_few_rounds"), not none, and the report never has to guess whether it was cut short. */
+/* A process that recorded rounds since its last diagnosis ends with one on them, whatever they
+ * allow: where they were recorded as it exits (their memory not measured) or too few were
+ * measured, a record that says so ("too_few_rounds"), not none. The verdict stays on the rounds
+ * measured before. */
 void roundtrim_diagnose_exit(void)
 {
     if (unjudged > 0)
