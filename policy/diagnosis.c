@@ -58,7 +58,7 @@ struct series {
  * stands out of the scatter around the fit (NOISE_SIGMAS residual deviations; squares compared).
  * A freed heap measured before cleanup swings by megabytes from round to round; a leak does
  * not. */
-static double fit(const struct series *s, size_t a, size_t b, bool *clear)
+static double fit_spread(const struct series *s, size_t a, size_t b, double *variance)
 {
     size_t n = b - a;
     double mx = 0, my = 0;
@@ -79,11 +79,41 @@ static double fit(const struct series *s, size_t a, size_t b, bool *clear)
         double r = s->y[i] - (my + g * (s->x[i] - mx));
         ss += r * r;
     }
-    double variance = n > 2 ? ss / (double)(n - 2) : 0;
+    *variance = n > 2 ? ss / (double)(n - 2) : 0;
+    return g;
+}
+
+static double fit(const struct series *s, size_t a, size_t b, bool *clear)
+{
+    double variance;
+    double g = fit_spread(s, a, b, &variance);
     double rise = g * (s->x[b - 1] - s->x[a]);
     if (clear)
         *clear = rise > 0 && rise * rise >= NOISE_SIGMAS * NOISE_SIGMAS * variance;
     return g;
+}
+
+/* The square root by Newton's steps (the library links no libm); v >= 0. */
+static double root_of(double v)
+{
+    if (!(v > 0))
+        return 0;
+    double r = v > 1 ? v : 1;
+    for (int i = 0; i < 128; i++) {
+        double next = 0.5 * (r + v / r);
+        if (next >= r)
+            break;
+        r = next;
+    }
+    return r;
+}
+
+/* The slope a fit over [a, b) must pass to stand out of its scatter, as fit() judges it: a
+ * figure within it says nothing of growth either way. */
+static double noise_band(const struct series *s, size_t a, size_t b, double variance)
+{
+    double span = s->x[b - 1] - s->x[a];
+    return span > 0 ? NOISE_SIGMAS * root_of(variance) / span : 0;
 }
 
 static double mean_of(const struct series *s, size_t a, size_t b)
@@ -561,8 +591,8 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
         d->slope_known[p] = s.known;
         d->slope[p] = s.known ? fit(&s, 0, n, NULL) : 0;
     }
-    struct series rss = {.known = true};
-    double shares[HISTORY];
+    struct series total = {.known = true};
+    double shares[HISTORY], rss_sum = 0;
     for (size_t i = 0; i < n; i++) {
         shares[i] = w[i].rss ? (double)w[i].part[RT_PART_HEAP_FREE] / (double)w[i].rss : 0;
         /* A full collection ran: roundtrim's, the program's own, or the interpreter's automatic
@@ -579,8 +609,15 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
             if (!d->held_back_why)
                 d->held_back_why = held;
         }
-        rss.x[rss.n] = (double)w[i].round;
-        rss.y[rss.n++] = (double)w[i].rss;
+        /* What the growth figure is on: RSS and device memory, the device parts where known. */
+        double device = 0;
+        if (d->slope_known[RT_PART_DEVICE_LIVE])
+            device += (double)w[i].part[RT_PART_DEVICE_LIVE];
+        if (d->slope_known[RT_PART_DEVICE_CACHED])
+            device += (double)w[i].part[RT_PART_DEVICE_CACHED];
+        total.x[total.n] = (double)w[i].round;
+        total.y[total.n++] = (double)w[i].rss + device;
+        rss_sum += (double)w[i].rss;
         d->gc_freed_per_round += (double)w[i].gc_freed;
         d->gc_collected_per_round += (double)w[i].gc_collected;
         d->trim_released_per_round += (double)w[i].trim_released;
@@ -597,9 +634,10 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
     d->held_trim = d->trim_released_per_round >= MIN_RECOVERED ? d->trim_released_per_round : 0;
     d->held_device =
         d->device_released_per_round >= MIN_RECOVERED ? d->device_released_per_round : 0;
-    d->rss_mean = mean_of(&rss, 0, n);
-    d->growth_per_round =
-        fit(&rss, 0, n, NULL) + d->slope[RT_PART_DEVICE_LIVE] + d->slope[RT_PART_DEVICE_CACHED];
+    d->rss_mean = rss_sum / (double)n;
+    double variance;
+    d->growth_per_round = fit_spread(&total, 0, n, &variance);
+    d->growth_noise_per_round = noise_band(&total, 0, n, variance);
     enum roundtrim_mem_part fp = RT_PART_HEAP_FREE;
     sum_series(w, n, &fp, 1, &s);
     /* Levels by their medians: one spike round must not make a flat process look fragmented. */
@@ -708,6 +746,11 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
     d->rounds = (int)w;
     if (w < ROUNDTRIM_DIAG_MIN_ROUNDS) {
         d->skipped = "too_few_rounds";
+        say(d,
+            "%zu round(s) with their memory measured: a diagnosis needs %d. The first round "
+            "(the program's start) and rounds recorded while the process exits have no "
+            "measure of their own.",
+            w, ROUNDTRIM_DIAG_MIN_ROUNDS);
         return;
     }
     const struct roundtrim_diag_sample *win = smp + n - w;
@@ -863,6 +906,7 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
         roundtrim_json_str(j, "cause", NULL);
         roundtrim_json_str(j, "cause_skipped", d->skipped);
         roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
+        roundtrim_json_str(j, "advice", d->advice);
         return;
     }
     roundtrim_json_str(j, "cause", cause_names[d->cause]);
@@ -877,6 +921,8 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     if (d->decide_round)
         roundtrim_json_u64(j, "decide_round", d->decide_round);
     roundtrim_json_i64(j, "growth_bytes_per_round", (int64_t)nearest(d->growth_per_round));
+    roundtrim_json_u64(j, "growth_noise_bytes_per_round",
+                       (uint64_t)nearest(d->growth_noise_per_round));
     roundtrim_json_object_begin(j, "slopes");
     for (int p = 0; p < RT_PART_COUNT; p++) {
         const char *name = roundtrim_mem_part_name((enum roundtrim_mem_part)p);

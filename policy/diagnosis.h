@@ -96,6 +96,9 @@ struct roundtrim_diagnosis {
     uint64_t growing_since;  /* the first round of the first of those windows; 0: none */
     uint64_t decide_round;   /* unsure: the round by which it can tell, if growth goes on */
     double growth_per_round; /* bytes/round: RSS and device memory together */
+    /* bytes/round: the growth figure within this of 0 does not stand out of the rounds' scatter
+     * (a fit carried by one low round is not growth) */
+    double growth_noise_per_round;
     double rss_mean;
     bool slope_known[RT_PART_COUNT];
     double slope[RT_PART_COUNT];  /* bytes/round, each part */

@@ -16,6 +16,7 @@
 static struct roundtrim_diag_sample window[WINDOW_MAX];
 static size_t filled, next_at; /* a ring: the oldest is at next_at once full */
 static uint64_t rounds_since;  /* rounds measured since the last diagnosis */
+static uint64_t unjudged;      /* rounds recorded since the last diagnosis, measured or not */
 static uint64_t last_round;    /* the latest round recorded */
 static struct roundtrim_diagnosis latest;
 static bool have_latest;
@@ -69,7 +70,7 @@ static void write_record(void)
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
     have_latest = true;
-    rounds_since = 0;
+    rounds_since = unjudged = 0;
     static char line[4096];
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "diagnosis", (int)getpid(),
@@ -84,6 +85,7 @@ static void write_record(void)
 void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
 {
     last_round = r->round;
+    unjudged++;
     /* The first round carries the program's start (imports, caches filling): not a trend. */
     if (r->memory.skipped || r->round - r->merged_rounds <= 1)
         return;
@@ -95,9 +97,13 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
         write_record();
 }
 
+/* A process that recorded rounds since its last diagnosis ends with one on them, whatever they
+ * allow: where they were recorded as it exits (their memory not measured) or too few were
+ * measured, a record that says so ("too_few_rounds"), not none. The verdict stays on the rounds
+ * measured before. */
 void roundtrim_diagnose_exit(void)
 {
-    if (rounds_since > 0 && filled >= ROUNDTRIM_DIAG_MIN_ROUNDS)
+    if (unjudged > 0)
         write_record();
 }
 
@@ -109,6 +115,6 @@ const struct roundtrim_diagnosis *roundtrim_diagnose_latest(void)
 void roundtrim_diagnose_fork_child(void)
 {
     filled = next_at = 0;
-    rounds_since = last_round = 0;
+    rounds_since = unjudged = last_round = 0;
     have_latest = false;
 }

@@ -14,7 +14,8 @@ struct roundtrim_round_record;
  * one is due, writes the diagnosis record. */
 void roundtrim_diagnose_round(const struct roundtrim_round_record *r);
 
-/* The exit: a diagnosis of the rounds since the last one, when there are any. */
+/* The exit: a diagnosis of the rounds recorded since the last one, when there are any, however
+ * few of them were measured. */
 void roundtrim_diagnose_exit(void);
 
 /* The latest diagnosis, or NULL before the first. */

@@ -520,6 +520,7 @@ FIELD_KINDS = {
     "hooks_attached": TEXTS, "hooks_missing": TEXTS, "hooks_not_imported": TEXTS, "py_hooks": TEXTS,
     # the diagnosis record's figures
     "first_round": WHOLE, "last_round": WHOLE, "growth_bytes_per_round": SIGNED,
+    "growth_noise_bytes_per_round": WHOLE,
     "recovered_bytes_per_round": SIGNED, "gc_collected_per_round": SIGNED_OR_NULL,
     "heap_free_percent": SIGNED_OR_NULL, "slopes": NUMBERS_BY_NAME,
     "shares": NUMBERS_BY_NAME, "recovered": NUMBERS_BY_NAME, "mixed": FLAG, "collected": FLAG,

@@ -51,7 +51,8 @@ PART_WORDS = {
 
 # The fields of a diagnosis record the report shows (--json gives them as they are).
 KEYS = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round", "last_round",
-        "persisted_windows", "growing_since", "decide_round", "growth_bytes_per_round", "slopes",
+        "persisted_windows", "growing_since", "decide_round", "growth_bytes_per_round",
+        "growth_noise_bytes_per_round", "slopes",
         "shares", "recovered_bytes_per_round", "recovered", "held", "findings",
         "uncounted_bytes_per_round", "gc_collected_per_round", "heap_free_percent", "advice",
         "computed_by", "round")
@@ -194,6 +195,21 @@ def _rate(value):
     return f"{value / MIB:+.2f} MiB/round"
 
 
+def _flat_words(growth, noise, rounds):
+    """Memory where the verdict is none, with the figure the verdict's series allows: flat
+    within the scatter of the rounds, or falling; never a rise beside "no growth" (a fit pulled
+    up by one low round, or a rise that stopped, is not growth)."""
+    if isinstance(growth, (int, float)) and isinstance(noise, (int, float)):
+        if abs(growth) <= noise:
+            return f"memory flat over {rounds} (within noise: +/-{noise / MIB:.2f} MiB/round)"
+        if growth > 0:
+            return (f"memory flat over {rounds} but for a step or a rise that stopped (no part "
+                    "keeps growing)")
+    if isinstance(growth, (int, float)) and growth < 0:
+        return f"memory {_rate(growth)} over {rounds}"
+    return f"memory flat over {rounds}: no part keeps growing"
+
+
 def growing_sites(proc, resolver):
     """The sites that grow, for a leak: [{site, bytes_per_round, live_bytes, name, stack}]."""
     window = proc.diagnosis.sites_records()[-roundtrim_sites.DEFAULT_LAST:]
@@ -263,13 +279,19 @@ def text_lines(d):
     if d.get("mixed"):
         head += " (mixed)"
     rounds = f"rounds {d.get('first_round')}-{d.get('last_round')}"
-    lines = [f"{head}; memory {_rate(d.get('growth_bytes_per_round'))} over {rounds}"]
+    growth = d.get("growth_bytes_per_round")
+    if cause == "none":
+        lines = [f"{head}; {_flat_words(growth, d.get('growth_noise_bytes_per_round'), rounds)}"]
+    else:
+        lines = [f"{head}; memory {_rate(growth)} over {rounds}"]
     slopes = d.get("slopes") or {}
     moving = [(k, v) for k, v in slopes.items()
               if isinstance(v, (int, float)) and abs(v) >= 64 * 1024]
     if moving:
-        lines.append("    by part: " + ", ".join(f"{PART_WORDS.get(k, k)} {_rate(v)}"
-                                                 for k, v in moving))
+        # Where nothing grows, a part's fit over the window is not growth: said so beside it.
+        label = "by part, fitted (none keeps growing)" if cause == "none" else "by part"
+        lines.append(f"    {label}: " + ", ".join(f"{PART_WORDS.get(k, k)} {_rate(v)}"
+                                                  for k, v in moving))
     shares = d.get("shares") or {}
     if len(shares) > 1:
         lines.append("    shares: " + ", ".join(f"{k} {v}%" for k, v in shares.items()))

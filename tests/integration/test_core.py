@@ -238,7 +238,7 @@ def test_unwritable_log_warns_once_and_program_runs_on(run_shim):
 def test_log_to_stderr(run_shim):
     res = run_shim([prog("signal_chain"), "2", "none"], env={"ROUNDTRIM_LOG": "stderr"}, log=False)
     records = [json.loads(l) for l in res.stderr.splitlines()]
-    assert [r["event"] for r in records] == ["start", "round", "round", "exit"]
+    assert [r["event"] for r in records] == ["start", "round", "round", "diagnosis", "exit"]
 
 
 def test_processes_sharing_one_log_never_interleave(run_shim, tmp_path):

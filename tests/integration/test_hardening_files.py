@@ -438,8 +438,10 @@ def test_program_that_reuses_every_descriptor_gets_no_record_in_its_files(run_sh
     for f in data.iterdir():
         assert f.read_text() == "the program's own data\n", f
     assert [r["round"] for r in res.rounds] == [1, 2, 3]
-    # three rounds, the first one the program's start: too few for a diagnosis
-    assert [r["event"] for r in res.records] == ["start", "round", "round", "round", "exit"]
+    # three rounds, the first one the program's start: too few for a verdict, and said so
+    assert [r["event"] for r in res.records] == [
+        "start", "round", "round", "round", "diagnosis", "exit"]
+    assert res.records[-2]["cause_skipped"] == "too_few_rounds"
 
 
 def test_record_cut_by_a_full_disk_leaves_the_next_on_a_line_of_its_own(run_shim, tmp_path):
@@ -452,12 +454,12 @@ def test_record_cut_by_a_full_disk_leaves_the_next_on_a_line_of_its_own(run_shim
     assert res.stderr.splitlines() == [
         "roundtrim: writing the round log failed: File too large; records are lost"]
     lines = res.log_path.read_text().splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     broken = lines[2]
     assert broken.startswith('{"event":"round",') and broken.count("{") == 1
     good = [json.loads(l) for i, l in enumerate(lines) if i != 2]
     assert [(r["event"], r.get("round")) for r in good] == [
-        ("start", None), ("round", 1), ("round", 3), ("exit", None)]
+        ("start", None), ("round", 1), ("round", 3), ("diagnosis", 3), ("exit", None)]
     report = subprocess.run([str(REPORT), "report", str(res.log_path)], capture_output=True,
                             text=True, timeout=60, env=shim_env(preload=False))
     assert report.returncode == 0
@@ -527,7 +529,7 @@ def test_hostile_values_are_escaped_in_the_start_record_and_warnings(run_shim, t
                         "ROUNDTRIM_PY_HOOK": "m:f\"\n"})
     assert res.returncode == 0
     records = lines_are_records(res.log_path)
-    assert [r["event"] for r in records] == ["start", "round", "exit"]
+    assert [r["event"] for r in records] == ["start", "round", "diagnosis", "exit"]
     settings = records[0]["settings"]
     assert settings["ROUNDTRIM_CGROUP_DIR"]["value"] == \
         "/x\n{\"event\":\"round\"}\\\x01\x7f\ufffd\u00e9\ufffd\ufffd\ufffd"
@@ -638,4 +640,5 @@ def test_every_bad_variable_gets_its_own_whole_warning_line(run_shim):
     for name, line in zip(sorted(bad), sorted(lines)):
         assert line.startswith(f"roundtrim: {name}={'9' * 64}... is not valid (expected ")
         assert "); using " in line and "forged" not in line
-    assert [r["event"] for r in lines_are_records(res.log_path)] == ["start", "round", "exit"]
+    assert [r["event"] for r in lines_are_records(res.log_path)] == [
+        "start", "round", "diagnosis", "exit"]

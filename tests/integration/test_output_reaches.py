@@ -39,8 +39,8 @@ def test_stderr_log_of_a_program_that_closes_stderr_at_exit(eager):
         env["ROUNDTRIM_EAGER_WORKER"] = "true"
     err = run_sleep_with_one_round(env)
     records = [json.loads(l) for l in err.splitlines()]
-    assert [r["event"] for r in records] == ["start", "round", "exit"], err
-    assert records[2]["rounds"] == 1 and records[2]["rounds_unrecorded"] == 0
+    assert [r["event"] for r in records] == ["start", "round", "diagnosis", "exit"], err
+    assert records[3]["rounds"] == 1 and records[3]["rounds_unrecorded"] == 0
 
 
 @pytest.mark.parametrize("kind", ["directory", "/dev/full", "fifo"])

@@ -83,3 +83,41 @@ def test_every_reason_the_library_gives_has_words():
     sys.path.insert(0, str(ROOT / "scripts"))
     from roundtrim_report.fields import SKIP_REASONS
     assert set(SKIP_REASONS) == listed  # the report's legend is the list, regenerated
+
+
+def flat_log_with_one_low_round(path):
+    """Rounds 1-10 of a process whose memory is flat but for round 2, read before its heap had
+    filled: freed heap 20 MiB there, about 60 MiB in every other round. No diagnosis record: the
+    report computes the verdict with the library's code (roundtrim-diagnose)."""
+    wiggle = [0, -40, 1, -1, 0, 2, -1, 1, 0, -2]
+    records = [{"event": "start", "pid": 7, "ts": 100.0, "role": "client", "allocator": "glibc"}]
+    for i, w in enumerate(wiggle, 1):
+        memory = {"heap_live": 200 * MIB, "heap_free": (60 + w) * MIB, "python": None,
+                  "python_skipped": "no_python", "other_anon": 20 * MIB, "file": 40 * MIB,
+                  "shmem": 0, "device_live": None, "device_live_skipped": "no_cuda",
+                  "device_cached": None, "device_cached_skipped": "no_cuda"}
+        memory["rss"] = sum(v for v in memory.values() if isinstance(v, int))
+        records.append({"event": "round", "pid": 7, "ts": 100.0 + i, "round": i,
+                        "source": "call", "rss_before": memory["rss"],
+                        "rss_after": 262 * MIB, "heap_live": 200 * MIB, "memory": memory,
+                        "cleanup": ["trim"], "cleanup_us": 1500,
+                        "trim_released_bytes": memory["heap_free"] - 2 * MIB})
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_no_growth_is_not_said_beside_a_rising_figure(tmp_path):
+    """The fit over rounds 2-10 rises (+2.6 MiB/round, all from round 2): the verdict is none,
+    and the diagnosis line says the memory is flat within the rounds' noise, with no rate."""
+    log = tmp_path / "rt.jsonl"
+    flat_log_with_one_low_round(log)
+    r = subprocess.run([ROUNDTRIM, "report", "--json", log], capture_output=True, text=True,
+                       timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)["processes"][0]["diagnosis"]
+    assert d["cause"] == "none" and d["computed_by"] == "report", d
+    assert d["growth_bytes_per_round"] > 2 * MIB, d  # the fit the old line printed
+    assert d["growth_noise_bytes_per_round"] >= d["growth_bytes_per_round"], d
+    line = next(l for l in report(log) if l.startswith("  diagnosis:"))
+    assert line.startswith("  diagnosis: no growth; memory flat over rounds 2-10 (within noise: "
+                           "+/-"), line
+    assert not re.search(r"\+\d+\.\d\d MiB/round", line), line
