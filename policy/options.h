@@ -1,7 +1,7 @@
 /* The option table: every environment variable roundtrim reads, its default and its meaning,
  * each written once in policy/options.def. One table drives parsing, the "start" record,
- * `roundtrim env` and the README's variable table; each row locates its value in struct
- * roundtrim_config, so no code names the options one by one. */
+ * `roundtrim env` and the configuration reference (docs/reference/configuration.md); each row
+ * locates its value in struct roundtrim_config, so no code names the options one by one. */
 #ifndef ROUNDTRIM_POLICY_OPTIONS_H
 #define ROUNDTRIM_POLICY_OPTIONS_H
 
