@@ -5,6 +5,13 @@ $(BUILD)/tests/libearly_handler.so $(BUILD)/tests/libearly_exec.so: $(BUILD)/tes
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@
 
+# Dear page-release calls, emulated (tests/programs/libslow_release.c): the trim tests and the
+# benchmark preload it beside the library.
+CHECK_DEPS += $(BUILD)/tests/libslow_release.so
+$(BUILD)/tests/libslow_release.so: tests/programs/libslow_release.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@ -ldl
+
 # C++ operator new/delete under the shim (the library itself stays pure C).
 CXX ?= g++
 CHECK_DEPS += $(BUILD)/tests/cxx_counts

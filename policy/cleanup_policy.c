@@ -38,18 +38,12 @@ static uint64_t trim_threshold(const struct roundtrim_policy_settings *set, uint
     return share > set->trim_min_bytes ? share : set->trim_min_bytes;
 }
 
-/* A trim predicted to hold an arena past the limit: done in holds where it can be; else held
+/* A whole trim (no trim in holds possible here) predicted to hold an arena past the limit: held
  * back, and tried anyway after a gap of held-back cleanup rounds that doubles (4 to 64): the
  * rate it was judged by is measured again, so no one slow reading stops it for good. */
 static const char *over_the_limit(struct roundtrim_policy_state *st,
-                                  const struct roundtrim_policy_inputs *in,
                                   struct roundtrim_policy_plan *plan)
 {
-    if (in->trim_holds_possible) {
-        plan->trim_in_holds = true;
-        st->pause_held = 0;
-        return NULL;
-    }
     if (st->pause_retry_gap == 0)
         st->pause_retry_gap = PROBE_GAP_FIRST;
     if (++st->pause_held <= st->pause_retry_gap)
@@ -76,19 +70,22 @@ static const char *decide_trim(struct roundtrim_policy_state *st,
         return "no_yield";
     if (in->heap_free < threshold)
         return "little_to_gain";
-    if (in->trim_pauses && set->pause_us > 0 && st->trim_rate == 0 && in->trim_holds_possible) {
-        /* No rate known yet: the first trim could hold an arena for seconds on a slow machine
-         * with a large heap. In holds, it measures the rate as it goes. */
-        plan->trim_in_holds = true;
-        return NULL;
-    }
     if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
         /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
         uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
         *pause = st->trim_rate * (in->heap_free / MIB) * share / 1000;
-        if (*pause > set->pause_us)
-            return over_the_limit(st, in, plan);
     }
+    if (in->trim_pauses && set->pause_us > 0 && in->trim_holds_possible) {
+        /* roundtrim's own walk, whatever the prediction: each hold under the limit, and the
+         * pages given back many ranges a system call where the kernel allows, where glibc's
+         * trim makes one call a free chunk (the call is what costs, up to 100 us on some
+         * hosts). It measures the rate as it goes. */
+        plan->trim_in_holds = true;
+        st->pause_held = 0;
+        return NULL;
+    }
+    if (*pause > set->pause_us && set->pause_us > 0)
+        return over_the_limit(st, plan);
     st->pause_held = 0;
     return NULL;
 }

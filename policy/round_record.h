@@ -44,6 +44,9 @@ struct roundtrim_round_record {
     /* A trim done in holds of the arenas' locks, each under the pause limit (the round end's and
      * the steps'): how many, the longest, and how many a thread of the program waited for. */
     uint64_t trim_holds, trim_hold_max_us, trim_holds_waited;
+    /* Their release system calls (process_madvise, many ranges each, or madvise, one each) and
+     * the bytes of free pages those covered. */
+    uint64_t trim_calls, trim_call_bytes;
     /* Cleanup rounds in a row whose trim the pause limit held back (where no trim in holds was
      * possible), this one included: the diagnosis may say cleanup is held back. */
     uint64_t trim_held_back_rounds;

@@ -43,7 +43,9 @@ void roundtrim_trim_step_decide(const struct roundtrim_policy_state *st,
     bool over = plan->predicted_pause_us > set->pause_us;
     if (plan->predicted_pause_us < set->pause_us / 2 || (over && !in->holds_possible))
         return;
-    plan->kind = over ? RT_STEP_IN_HOLDS : RT_STEP_WHOLE;
+    /* In holds wherever they can be: roundtrim's walk gives the pages back in batches, cheaper
+     * than a whole malloc_trim's call a chunk. */
+    plan->kind = in->holds_possible ? RT_STEP_IN_HOLDS : RT_STEP_WHOLE;
 }
 
 void roundtrim_trim_step_done(struct roundtrim_policy_state *st, struct roundtrim_step_base *base,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "policy/procfs.h"
+#include "runtime/alloc/page_release.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/maps_lines.h"
 #include "runtime/core/fd_guard.h"
@@ -18,6 +19,7 @@
 /* struct malloc_state on 64-bit glibc 2.27 and later: the lock (an int, glibc's low-level lock),
  * flags, have_fastchunks, ten fastbins, top, last_remainder, then the bins as (fd, bk) pairs,
  * the bin map and the ring of arenas. */
+#define OFF_TOP  96
 #define OFF_BINS 112
 #define NBINS    128
 #define OFF_NEXT (OFF_BINS + (NBINS * 2 - 2) * 8 + 16)
@@ -30,6 +32,8 @@
 #define CHECK_EVERY   4            /* chunks between two looks at the clock */
 #define PIECE         (256u << 10) /* the most one madvise gives back between two looks */
 #define NON_MAIN_HEAP ROUNDTRIM_GLIBC_HEAP_MAX
+#define FIND_TRIES    4
+#define FIND_RETRY_US 2000
 
 static uintptr_t page; /* set before any lock is taken */
 
@@ -159,7 +163,8 @@ static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, int mem_f
 {
     static uintptr_t found;
     unsigned empty;
-    if (found && arena_ok(w, found, true, false, &empty) && ring_ok(w, mem_fd, found))
+    /* Once found, it stays where it is (libc's data); its bins are checked under its lock. */
+    if (found && ring_ok(w, mem_fd, found))
         return found;
     uintptr_t seg[3] = {(uintptr_t)libc_function, 0, 0};
     dl_iterate_phdr(find_writable_segment, seg);
@@ -218,7 +223,7 @@ static bool read_ranges(struct roundtrim_arena_walk *w)
     return w->ranges > 0;
 }
 
-static bool layout_known(void)
+bool roundtrim_arenas_layout_known(void)
 {
     if (sizeof(void *) != 8)
         return false;
@@ -229,15 +234,16 @@ static bool layout_known(void)
     return major == 2 && minor >= 27;
 }
 
-/* The ring from the main arena, every arena checked. */
+/* The ring from the main arena, every arena in a heap of its own. Their bins are checked under
+ * each arena's lock, by the holds: read without it, a list the program is changing looks
+ * broken. */
 static bool arenas_ring(struct roundtrim_arena_walk *w, int mem_fd, uintptr_t main_arena)
 {
     uintptr_t a = main_arena;
     do {
-        unsigned empty;
-        if (w->count == ROUNDTRIM_ARENAS_MAX || !arena_ok(w, a, a == main_arena, false, &empty))
+        int lock = __atomic_load_n((const int *)a, __ATOMIC_RELAXED);
+        if (w->count == ROUNDTRIM_ARENAS_MAX || lock < 0 || lock > 2)
             return false;
-        w->bin[w->count] = 1;
         w->arena[w->count++] = a;
         a = word(a + OFF_NEXT);
         if (a != main_arena && !heap_arena_ok(w, mem_fd, a))
@@ -246,21 +252,39 @@ static bool arenas_ring(struct roundtrim_arena_walk *w, int mem_fd, uintptr_t ma
     return true;
 }
 
-bool roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w)
+static const char *find_once(const void *libc_function, struct roundtrim_arena_walk *w)
 {
     memset(w, 0, sizeof *w);
-    if (!layout_known())
-        return false;
-    if (!page)
-        page = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (!read_ranges(w))
-        return false;
+        return "heap_maps_unread";
     int mem_fd = roundtrim_open_read("/proc/self/mem");
     uintptr_t main_arena = find_main_arena(w, mem_fd, libc_function);
-    bool ok = main_arena && arenas_ring(w, mem_fd, main_arena);
+    const char *why = !main_arena                           ? "main_arena_not_found"
+                      : !arenas_ring(w, mem_fd, main_arena) ? "arena_ring_unread"
+                                                            : NULL;
     if (mem_fd >= 0)
         roundtrim_fd_guard_close(mem_fd);
-    return ok;
+    return why;
+}
+
+const char *roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w)
+{
+    if (!roundtrim_arenas_layout_known()) {
+        memset(w, 0, sizeof *w);
+        return "arena_layout_unknown";
+    }
+    if (!page)
+        page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    /* The program changes its heaps while they are read (a thread's new arena, a list in the
+     * middle of a change): a read that does not add up is made again. */
+    const char *why = NULL;
+    for (int i = 0; i < FIND_TRIES; i++) {
+        if (i > 0)
+            roundtrim_sleep_us(FIND_RETRY_US);
+        if (!(why = find_once(libc_function, w)))
+            return NULL;
+    }
+    return why;
 }
 
 /* glibc's low-level lock: 0 free, 1 taken, 2 taken and a thread waits (in the kernel). */
@@ -291,67 +315,176 @@ static void chunk_pages(uintptr_t c, uintptr_t size, uintptr_t *lo, uintptr_t *h
         *hi = *lo;
 }
 
+/* The walk's order in an arena: its top chunk (glibc's trim gives back the main arena's with
+ * sbrk), then the bins from the largest sizes down, the unsorted bin (any size) last: where the
+ * time of a hold runs out, the most memory a call has gone back first. */
+#define PLACE_TOP 0
+#define PLACES    NBINS /* the top, bins 127 down to 2, then bin 1 */
+static unsigned bin_of_place(unsigned place)
+{
+    return place == PLACES - 1 ? 1 : NBINS - place;
+}
+
+/* One hold's progress, its clock and its calls. */
+struct hold {
+    struct roundtrim_arena_walk *w;
+    struct roundtrim_release_cost *cost;
+    struct roundtrim_release_session session;
+    struct roundtrim_arena_hold *out;
+    uint64_t t0, budget_us, fit_units;
+};
+
+static uint64_t hold_elapsed(const struct hold *h)
+{
+    return roundtrim_now_us() - h->t0;
+}
+
+static void flush(struct hold *h)
+{
+    struct roundtrim_arena_walk *w = h->w;
+    if (w->batched > 0) {
+        struct roundtrim_release_done d = {0};
+        uint64_t t = roundtrim_now_us();
+        roundtrim_page_release(&h->session, w->batch, w->batched, &d);
+        roundtrim_release_cost_learn(h->cost, w->batch_units, roundtrim_now_us() - t);
+        h->out->calls += d.calls;
+        h->out->advised += d.bytes;
+    }
+    w->batched = 0;
+    w->batch_units = 0;
+    uint64_t spent = hold_elapsed(h);
+    h->fit_units =
+        roundtrim_release_units_fitting(h->cost, h->budget_us > spent ? h->budget_us - spent : 0);
+}
+
+/* Adds a range to the batch, a call made when the batch is full or holds what the hold's time
+ * left allows. True when the hold's time is up after that call. */
+static bool gather(struct hold *h, uintptr_t lo, uintptr_t len)
+{
+    struct roundtrim_arena_walk *w = h->w;
+    w->batch[w->batched].iov_base = (void *)lo;
+    w->batch[w->batched++].iov_len = len;
+    w->batch_units += roundtrim_release_units(len / page);
+    if (w->batched < ROUNDTRIM_RELEASE_BATCH_MAX && w->batch_units < h->fit_units)
+        return false;
+    flush(h);
+    return hold_elapsed(h) >= h->budget_us;
+}
+
+/* Gathers a free chunk's whole pages from byte offset on, in pieces: true when the hold stops
+ * inside it (*offset says where the next one goes on). */
+static bool gather_chunk(struct hold *h, uintptr_t c, uintptr_t size, uintptr_t *offset)
+{
+    uintptr_t lo, hi;
+    chunk_pages(c, size, &lo, &hi);
+    for (uintptr_t at = lo + *offset; at < hi;) {
+        uintptr_t len = hi - at < PIECE ? hi - at : PIECE;
+        at += len;
+        if (gather(h, at - len, len)) {
+            *offset = at < hi ? at - lo : 0;
+            return at < hi;
+        }
+    }
+    *offset = 0;
+    return false;
+}
+
+/* The top chunk of the arena (the main arena's reaches the end of the brk heap; another's, the
+ * end of its heap's writable part). One outside the heaps known here (glibc fell back to mmap
+ * for the main arena) is left alone. True when the hold stops. */
+static bool walk_top(struct hold *h, uintptr_t arena, bool main_arena, unsigned i)
+{
+    struct roundtrim_arena_walk *w = h->w;
+    uintptr_t top = word(arena + OFF_TOP), size;
+    if (!chunk_ok(w, arena, main_arena, true, top) ||
+        (size = word(top + 8) & ~(uintptr_t)SIZE_FLAGS) < 32 || !in_ranges(w, top, size))
+        return false;
+    bool inside = gather_chunk(h, top, size, &w->offset[i]);
+    return inside || hold_elapsed(h) >= h->budget_us;
+}
+
+enum walk_result { WALK_DONE, WALK_STOPPED, WALK_BROKEN };
+
+/* The chunks of one bin from where the last hold stopped. */
+static enum walk_result walk_bin(struct hold *h, uintptr_t arena, bool main_arena, unsigned i)
+{
+    struct roundtrim_arena_walk *w = h->w;
+    uintptr_t b = bin_at(arena, bin_of_place(w->place[i])), c = word(b + CHUNK_FD);
+    uint64_t walked = 0;
+    for (uint64_t n = 0; c != b; n++) {
+        if (n >= CHUNKS_MAX || !chunk_ok(w, arena, main_arena, true, c))
+            return WALK_BROKEN;
+        uintptr_t size = word(c + 8) & ~(uintptr_t)SIZE_FLAGS, next = word(c + CHUNK_FD);
+        if (size < 32 || !in_ranges(w, c, size) ||
+            (next != b &&
+             (!chunk_ok(w, arena, main_arena, true, next) || word(next + CHUNK_BK) != c)))
+            return WALK_BROKEN;
+        /* Chunks an earlier hold did are passed over (the list may have moved: a few are done
+         * twice or missed, and the next trim finds them). */
+        if (n >= w->skip[i]) {
+            if (n > w->skip[i])
+                w->offset[i] = 0;
+            if (gather_chunk(h, c, size, &w->offset[i])) {
+                w->skip[i] = n;
+                return WALK_STOPPED;
+            }
+            bool up = ++walked % CHECK_EVERY == 0 && hold_elapsed(h) >= h->budget_us;
+            if (up || (w->batched == 0 && hold_elapsed(h) >= h->budget_us)) {
+                flush(h);
+                w->skip[i] = n + 1;
+                return WALK_STOPPED;
+            }
+        }
+        c = next;
+    }
+    return WALK_DONE;
+}
+
 bool roundtrim_arenas_hold(struct roundtrim_arena_walk *w, unsigned i, uint64_t budget_us,
-                           struct roundtrim_arena_hold *out)
+                           struct roundtrim_release_cost *cost, struct roundtrim_arena_hold *out)
 {
     memset(out, 0, sizeof *out);
     uintptr_t arena = w->arena[i];
     bool main_arena = i == 0, ok = true; /* the main arena first, then its ring */
+    struct hold h = {.w = w, .cost = cost, .out = out, .budget_us = budget_us};
+    w->batched = 0;
+    w->batch_units = 0;
+    /* The pidfd is opened before the lock is taken and closed after it is let go. */
+    roundtrim_page_release_begin(&h.session);
     int *lock = (int *)arena;
     lock_arena(lock);
-    uint64_t t0 = roundtrim_now_us(), walked = 0;
+    h.t0 = roundtrim_now_us();
+    h.fit_units = roundtrim_release_units_fitting(cost, budget_us);
     unsigned empty;
     if (!arena_ok(w, arena, main_arena, true, &empty)) {
         ok = false;
         goto out;
     }
-    for (; w->bin[i] < NBINS; w->bin[i]++, w->skip[i] = w->offset[i] = 0) {
-        uintptr_t b = bin_at(arena, w->bin[i]), c = word(b + CHUNK_FD);
-        for (uint64_t n = 0; c != b; n++) {
-            if (n >= CHUNKS_MAX || !chunk_ok(w, arena, main_arena, true, c)) {
-                ok = false;
+    for (; w->place[i] < PLACES; w->place[i]++, w->skip[i] = w->offset[i] = 0) {
+        if (w->place[i] == PLACE_TOP) {
+            if (walk_top(&h, arena, main_arena, i)) {
+                if (w->offset[i] == 0)
+                    w->place[i]++;
                 goto out;
             }
-            uintptr_t size = word(c + 8) & ~(uintptr_t)SIZE_FLAGS, next = word(c + CHUNK_FD);
-            if (size < 32 || !in_ranges(w, c, size) ||
-                (next != b &&
-                 (!chunk_ok(w, arena, main_arena, true, next) || word(next + CHUNK_BK) != c))) {
-                ok = false;
-                goto out;
-            }
-            /* Chunks an earlier hold did are passed over (the list may have moved: a few are
-             * done twice or missed, and the next trim finds them). A large chunk goes back in
-             * pieces, the clock read after each: a hold ends inside it where its time is up. */
-            if (n >= w->skip[i]) {
-                uintptr_t lo, hi;
-                chunk_pages(c, size, &lo, &hi);
-                uintptr_t at = lo + (n == w->skip[i] ? w->offset[i] : 0);
-                while (at < hi) {
-                    uintptr_t len = hi - at < PIECE ? hi - at : PIECE;
-                    madvise((void *)at, len, MADV_DONTNEED);
-                    out->advised += len;
-                    at += len;
-                    if (roundtrim_now_us() - t0 >= budget_us) {
-                        w->skip[i] = at < hi ? n : n + 1;
-                        w->offset[i] = at < hi ? at - lo : 0;
-                        goto out;
-                    }
-                }
-                if (++walked % CHECK_EVERY == 0 && roundtrim_now_us() - t0 >= budget_us) {
-                    w->skip[i] = n + 1;
-                    w->offset[i] = 0;
-                    goto out;
-                }
-            }
-            c = next;
+            continue;
         }
+        enum walk_result r = walk_bin(&h, arena, main_arena, i);
+        if (r == WALK_BROKEN) {
+            ok = false;
+            goto out;
+        }
+        if (r == WALK_STOPPED)
+            goto out;
     }
     out->arena_done = true;
 out:
+    flush(&h); /* whatever was gathered goes back before the lock is let go */
     if (!ok)
         out->arena_done = true;
     w->done[i] = out->arena_done;
-    out->us = roundtrim_now_us() - t0;
+    out->us = roundtrim_now_us() - h.t0;
     out->waited = unlock_arena(lock);
+    roundtrim_page_release_end(&h.session);
     return ok;
 }

@@ -5,6 +5,7 @@
 
 #include "policy/json_writer.h"
 #include "runtime/alloc/allocator_ops.h"
+#include "runtime/alloc/page_release.h"
 #include "runtime/output/no_rounds.h"
 #include "runtime/python/hook.h"
 #include "runtime/sites/sampler.h"
@@ -25,6 +26,8 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     roundtrim_json_str(&j, "exe", exe);
     roundtrim_json_str(&j, "role", roundtrim_role_name(cfg->role));
     roundtrim_json_str(&j, "allocator", roundtrim_allocator_name());
+    if (roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
+        roundtrim_json_str(&j, "page_release", roundtrim_page_release_path());
     if (roundtrim_allocator_counts_skipped())
         roundtrim_json_str(&j, "counts_skipped", roundtrim_allocator_counts_skipped());
     roundtrim_json_object_begin(&j, "settings");

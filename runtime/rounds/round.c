@@ -93,7 +93,7 @@ static uint32_t largest_arena_permille; /* from the latest round's memory */
 static struct {
     struct roundtrim_step_base base;   /* where the freed heap is counted from */
     uint64_t count, released, us, cpu; /* since the last round record */
-    uint64_t holds, hold_max_us, holds_waited;
+    uint64_t holds, hold_max_us, holds_waited, calls, call_bytes;
 } steps;
 
 /* Freed minus handed-out bytes of the heap since the process started (negative while it grows):
@@ -197,22 +197,25 @@ static bool process_ending(void)
     return exit_inline || __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) || roundtrim_py_finalizing();
 }
 
-/* A trim over the pause limit, in holds of the arenas' locks each under it. False when the
- * arenas could not be walked: nothing was done. */
-static bool trim_in_holds(struct roundtrim_round_record *r,
-                          const struct roundtrim_policy_settings *set, uint64_t *released)
+/* A trim in holds of the arenas' locks each under the pause limit. NULL when done; else why the
+ * arenas could not be walked (nothing was done). */
+static const char *trim_in_holds(struct roundtrim_round_record *r,
+                                 const struct roundtrim_policy_settings *set, uint64_t *released)
 {
     uint64_t rss = roundtrim_rss_bytes();
     struct roundtrim_holds_done d;
-    if (!roundtrim_trim_in_holds(&policy, set, process_ending, &d))
-        return false;
+    const char *why = roundtrim_trim_in_holds(&policy, set, process_ending, &d);
+    if (why)
+        return why;
     *released = below(rss, roundtrim_rss_bytes());
     r->trim_us += d.us;
     r->trim_holds += d.holds;
     r->trim_holds_waited += d.waited;
+    r->trim_calls += d.calls;
+    r->trim_call_bytes += d.call_bytes;
     if (d.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = d.hold_max_us;
-    return true;
+    return NULL;
 }
 
 static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
@@ -221,14 +224,15 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
 {
     uint64_t released = 0;
     bool held = false; /* done in holds */
+    const char *unwalked = NULL;
     r->trim_retry = plan->trim_retry;
-    if (!plan->run[RT_CLEAN_TRIM] ||
-        (plan->trim_in_holds && !(held = trim_in_holds(r, set, &released)) &&
-         plan->predicted_pause_us > 0)) {
-        /* Left out, or predicted over the limit where the arenas could not be walked: the limit
-         * holds it back. (A first trim, with no rate to predict by, runs whole.) */
-        r->trim_skipped =
-            plan->skipped[RT_CLEAN_TRIM] ? plan->skipped[RT_CLEAN_TRIM] : "pause_limit";
+    if (plan->run[RT_CLEAN_TRIM] && plan->trim_in_holds)
+        held = !(unwalked = trim_in_holds(r, set, &released));
+    if (!plan->run[RT_CLEAN_TRIM] || unwalked) {
+        /* Left out, or the arenas could not be walked this time: a whole malloc_trim could hold
+         * them past the limit, so the trim waits for the next cleanup round, which walks them
+         * again. */
+        r->trim_skipped = plan->skipped[RT_CLEAN_TRIM] ? plan->skipped[RT_CLEAN_TRIM] : unwalked;
         r->trim_pause_predicted_us = plan->predicted_pause_us;
         if (strcmp(r->trim_skipped, "pause_limit") == 0)
             r->trim_held_back_rounds = policy.pause_held ? policy.pause_held : 1;
@@ -334,10 +338,12 @@ static void steps_into_record(struct roundtrim_round_record *r)
     r->cleanup_cpu_us += steps.cpu;
     r->trim_holds += steps.holds;
     r->trim_holds_waited += steps.holds_waited;
+    r->trim_calls += steps.calls;
+    r->trim_call_bytes += steps.call_bytes;
     if (steps.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = steps.hold_max_us;
     steps.count = steps.released = steps.us = steps.cpu = 0;
-    steps.holds = steps.hold_max_us = steps.holds_waited = 0;
+    steps.holds = steps.hold_max_us = steps.holds_waited = steps.calls = steps.call_bytes = 0;
 }
 
 /* A trim step, between round ends, when the policy finds one due (policy/trim_steps.h): the
@@ -364,10 +370,12 @@ static void trim_step_maybe(void)
     uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
     if (plan.kind == RT_STEP_IN_HOLDS) {
         struct roundtrim_holds_done d;
-        if (!roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
+        if (roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
             return;
         us = d.us;
         steps.holds += d.holds;
+        steps.calls += d.calls;
+        steps.call_bytes += d.call_bytes;
         steps.holds_waited += d.waited;
         if (d.hold_max_us > steps.hold_max_us)
             steps.hold_max_us = d.hold_max_us;

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "policy/release_cost.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/glibc_arenas.h"
 #include "runtime/core/clock.h"
@@ -13,31 +14,64 @@
 #define GAP_AFTER_WAIT_US 1000
 #define BEFORE_HOLD_US    50
 
-/* Walks that found the arenas unlike the layout known here, in a row: after a few, none is
- * tried again (a single one may have read a list while the program changed it). */
-#define FAILURES_TO_GIVE_UP 3
+/* Walks that found the arenas unreadable in a row: after a few, none is tried for a while (a
+ * single one may have read a list while the program changed it), a minute at first, twice as
+ * long after each further failure, an hour at most; then they are tried again. */
+#define FAILURES_TO_PAUSE 3
+#define PAUSE_FIRST_US    (60ull * 1000000)
+#define PAUSE_LAST_US     (3600ull * 1000000)
 static unsigned walk_failures;
-
-bool roundtrim_trim_holds_possible(void)
-{
-    return walk_failures < FAILURES_TO_GIVE_UP && roundtrim_allocator_kind() == RT_ALLOC_GLIBC &&
-           roundtrim_allocator_counts_skipped() == NULL;
-}
+static uint64_t walks_paused_until_us, walks_pause_us;
+/* glibc's layout is not the one known here: final. */
+static bool layout_unknown;
 
 /* Worker only, round lock held: one walk at a time. */
 static struct roundtrim_arena_walk walk;
+/* What a release call costs here: learnt by every hold, kept for the process. */
+static struct roundtrim_release_cost release_cost;
 
-bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                             const struct roundtrim_policy_settings *set, bool (*stop)(void),
-                             struct roundtrim_holds_done *out)
+bool roundtrim_trim_holds_possible(void)
+{
+    return !layout_unknown && roundtrim_arenas_layout_known() &&
+           roundtrim_now_us() >= walks_paused_until_us &&
+           roundtrim_allocator_kind() == RT_ALLOC_GLIBC &&
+           roundtrim_allocator_counts_skipped() == NULL;
+}
+
+uint64_t roundtrim_trim_call_us(void)
+{
+    return release_cost.call_us_mean;
+}
+
+static void walk_failed(const char *why)
+{
+    if (strcmp(why, "arena_layout_unknown") == 0) {
+        layout_unknown = true;
+        return;
+    }
+    if (++walk_failures < FAILURES_TO_PAUSE)
+        return;
+    walk_failures = 0;
+    walks_pause_us = walks_pause_us ? walks_pause_us * 2 : PAUSE_FIRST_US;
+    if (walks_pause_us > PAUSE_LAST_US)
+        walks_pause_us = PAUSE_LAST_US;
+    walks_paused_until_us = roundtrim_now_us() + walks_pause_us;
+}
+
+const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
+                                    const struct roundtrim_policy_settings *set, bool (*stop)(void),
+                                    struct roundtrim_holds_done *out)
 {
     memset(out, 0, sizeof *out);
-    if (!roundtrim_trim_holds_possible() ||
-        !roundtrim_arenas_find(roundtrim_allocator_glibc_code(), &walk)) {
-        walk_failures++;
-        return false;
+    if (!roundtrim_trim_holds_possible())
+        return "arena_walk_paused";
+    const char *why = roundtrim_arenas_find(roundtrim_allocator_glibc_code(), &walk);
+    if (why) {
+        walk_failed(why);
+        return why;
     }
     walk_failures = 0;
+    walks_pause_us = 0;
     uint64_t t0 = roundtrim_now_us();
     uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false);
     for (unsigned i = 0; i < walk.count; i++) {
@@ -47,9 +81,11 @@ bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
             /* A thread that just woke is less likely to lose its CPU while it holds the lock
              * (measured: the longest holds of a loaded machine about halved). */
             roundtrim_sleep_us(BEFORE_HOLD_US);
-            bool ok = roundtrim_arenas_hold(&walk, i, budget, &h);
+            bool ok = roundtrim_arenas_hold(&walk, i, budget, &release_cost, &h);
             uint64_t now = roundtrim_rss_bytes();
             out->holds++;
+            out->calls += h.calls;
+            out->call_bytes += h.advised;
             if (h.us > out->hold_max_us)
                 out->hold_max_us = h.us;
             if (h.waited)
@@ -63,5 +99,5 @@ bool roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
         }
     }
     out->us = roundtrim_now_us() - t0;
-    return true;
+    return NULL;
 }

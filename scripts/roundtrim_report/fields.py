@@ -42,6 +42,8 @@ ROUND_FIELDS = (
     ("trim_holds", "number", "", "a trim of the round was done in holds of the arenas' locks"),
     ("trim_hold_max_us", "number", "microseconds", "with trim_holds"),
     ("trim_holds_waited", "number", "", "with trim_holds"),
+    ("trim_calls", "number", "", "with trim_holds"),
+    ("trim_call_bytes", "number", "bytes", "with trim_holds"),
     ("trim_steps", "number", "", "trims ran in steps during the round (the pause limit)"),
     ("trim_steps_released_bytes", "number", "bytes", "with trim_steps"),
     ("trim_steps_us", "number", "microseconds", "with trim_steps"),
@@ -136,6 +138,17 @@ SKIP_REASONS = {
     "budget": "cleanups used their share of CPU time (ROUNDTRIM_CLEANUP_BUDGET): it waits "
               "until the rounds have earned it back",
     "pause_limit": "it would hold the heap longer than ROUNDTRIM_TRIM_PAUSE_MS",
+    "heap_maps_unread": "the heap's mappings could not be read (/proc/self/maps): the trim in "
+                        "holds waits for the next cleanup round",
+    "main_arena_not_found": "glibc's main arena was not found where its layout puts it (read "
+                            "again on the next cleanup round)",
+    "arena_ring_unread": "glibc's list of arenas changed while it was read, several times in "
+                         "a row (read again on the next cleanup round)",
+    "arena_layout_unknown": "glibc's arena layout is not one roundtrim knows (32-bit, or "
+                            "older than 2.27)",
+    "arena_walk_paused": "the arenas were unreadable several cleanups in a row: no trim in "
+                         "holds for a while (a minute at first, doubling up to an hour), then "
+                         "tried again",
     "gil_timeout": "the program held Python's GIL longer than a cleanup waits for it (2 s)",
     "job_timeout": "the Python job waited longer than ROUNDTRIM_PY_JOB_WAIT_MS",
     "busy": "an earlier Python job that ran past its wait had not ended yet",

@@ -68,7 +68,8 @@ START_TEST(no_step_before_a_trim_taught_the_rate)
 END_TEST
 
 /* The step waits for a trim worth half the pause limit: on the fast machine a quarter GiB, on
- * the slow one some thirty MiB; either way its hold stays under the limit. */
+ * the slow one some thirty MiB; either way its hold stays under the limit, and where the arenas
+ * can be walked it is roundtrim's walk (its pages given back in batches), not a malloc_trim. */
 START_TEST(the_step_size_follows_the_machine)
 {
     struct worker fast, slow;
@@ -80,12 +81,12 @@ START_TEST(the_step_size_follows_the_machine)
     ck_assert_int_ge(slow_mib, 28);
     ck_assert_int_le(slow_mib, 36);
     struct roundtrim_step_plan p = sample(&fast, fast_mib);
-    ck_assert_int_eq(p.kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(p.kind, RT_STEP_IN_HOLDS);
     ck_assert_uint_ge(p.predicted_pause_us, defaults.pause_us / 2);
     ck_assert_uint_le(p.predicted_pause_us, defaults.pause_us);
     ck_assert_uint_eq(p.freed_bytes, (uint64_t)fast_mib * MIB);
     p = sample(&slow, slow_mib);
-    ck_assert_int_eq(p.kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(p.kind, RT_STEP_IN_HOLDS);
     ck_assert_uint_le(p.predicted_pause_us, defaults.pause_us);
     /* 100 MiB freed: a step on the slow machine, not yet on the fast one. */
     ck_assert_int_eq(sample(&fast, 100).kind, RT_STEP_NONE);
@@ -129,13 +130,13 @@ START_TEST(a_step_counts_from_where_it_left_the_heap)
     struct worker w;
     start(&w, trim_us_fast);
     struct roundtrim_step_plan p = sample(&w, 300);
-    ck_assert_int_eq(p.kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(p.kind, RT_STEP_IN_HOLDS);
     int64_t after = w.in.net_freed;
     /* It gave back 290 MiB in 57 ms. */
     roundtrim_trim_step_done(&w.st, &w.base, &p, 290 * MIB, 57000, 56000, after);
     ck_assert_int_eq(w.base.net_freed, after);
     ck_assert_int_eq(sample(&w, 100).kind, RT_STEP_NONE);
-    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_IN_HOLDS);
     /* The program allocates again: the heap grows back, nothing is newly free. */
     w.in.net_freed = w.base.net_freed - 500 * MIB;
     roundtrim_trim_step_decide(&w.st, &defaults, &w.base, &w.in, &p);
@@ -154,7 +155,7 @@ START_TEST(steps_wait_where_the_policy_does_not_trim_on_its_own)
 {
     struct worker w;
     start(&w, trim_us_fast);
-    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_IN_HOLDS);
     struct roundtrim_step_plan p;
     struct roundtrim_policy_settings set = defaults;
     set.adaptive = false;
@@ -180,7 +181,7 @@ START_TEST(steps_wait_where_the_policy_does_not_trim_on_its_own)
     roundtrim_policy_charge(&w.st, 2100000);
     ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_NONE);
     roundtrim_policy_round_time(&w.st, &defaults, 1000000);
-    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_IN_HOLDS);
 
     /* Two round-end trims that gave nothing back: the trim backs off, and the steps with it. */
     roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, false, 1000, 10 * MIB);
@@ -188,7 +189,7 @@ START_TEST(steps_wait_where_the_policy_does_not_trim_on_its_own)
     ck_assert_int_eq(sample(&w, 300).kind, RT_STEP_NONE);
     /* One that gave back: the steps resume (the quick fruitless trims lowered the rate). */
     roundtrim_policy_learn(&w.st, RT_CLEAN_TRIM, true, trim_us_fast, FRAG_FREE_MIB * MIB);
-    ck_assert_int_eq(sample(&w, 400).kind, RT_STEP_WHOLE);
+    ck_assert_int_eq(sample(&w, 400).kind, RT_STEP_IN_HOLDS);
 }
 END_TEST
 
@@ -199,6 +200,8 @@ START_TEST(one_slow_reading_makes_steps_smaller_never_stops_them)
 {
     struct worker w;
     start(&w, trim_us_fast);
+    w.in.holds_possible =
+        false; /* whole steps: each teaches the rate (holds learn it hold by hold) */
     int64_t usual = step_size_mib(&w);
     struct roundtrim_step_plan p = sample(&w, usual);
     /* 1.6 ms per MiB for this one. */
