@@ -31,12 +31,15 @@ repeated, and reports medians and ratios; the machine is shared and noisy):
      CPU-bound processes: end-of-round RSS, trim time and CPU of a fragmenting workload with 1 s
      idle a round, a Python program against bare, the longest blocked call of a 1 GiB heap's
      threads against the pause limit, and this machine's trim rate (bench/bench_trim.py).
+ 13. the trim where one release call is dear (60-100 us, emulated, beside this host as it is):
+     end-of-round RSS, cleanup CPU, release calls and the longest stall of a fragmenting workload
+     against its own malloc_trim(0), and jemalloc's purge (bench/bench_dear_trim.py).
 
     bench/bench.py [--quick] [--only SECTION[,SECTION...]] [--out FILE]
 
 --quick (or BENCH_QUICK=1) runs everything at a small size (a minute or two, for trying the
 driver); --only runs some sections (overhead, cuda, native, python, cleanup, sites, startup,
-programs, diagnosis, policy, defaults, trim) and keeps the others as the previous run of the same report wrote them (from its
+programs, diagnosis, policy, defaults, trim, dear_trim) and keeps the others as the previous run of the same report wrote them (from its
 docs/bench/results.json; the report says which run each section comes from); --out writes the
 report elsewhere (its plots go to a bench/ folder beside it). BUILD names the build folder.
 """
@@ -69,6 +72,7 @@ for _folder in (os.path.dirname(os.path.abspath(__file__)), os.path.join(ROOT, "
         sys.path.insert(0, _folder)
 import bench_policy  # noqa: E402  (section 9)
 import bench_trim  # noqa: E402  (section 11)
+import bench_dear_trim  # noqa: E402  (section 13)
 from roundtrim_report import sites as roundtrim_sites  # noqa: E402
 from roundtrim_report import stats as roundtrim_stats  # noqa: E402
 
@@ -83,7 +87,7 @@ PY_CLIENT = os.path.join(ROOT, "tests", "python", "fl_client.py")
 PY_HOOK = "fl_task:train_round"
 MIB = 1024 * 1024
 SECTIONS = ["overhead", "cuda", "native", "python", "cleanup", "sites", "startup", "programs",
-            "diagnosis", "policy", "defaults", "trim"]
+            "diagnosis", "policy", "defaults", "trim", "dear_trim"]
 
 
 def prog(name):
@@ -279,6 +283,11 @@ def machine():
         info.update(memory_probe())
     except (OSError, ValueError, AttributeError) as e:
         info["memory_probe_error"] = str(e)
+    if os.path.exists(prog("release_call_cost")):
+        calls = json_lines(subprocess.run([prog("release_call_cost")], capture_output=True,
+                                          text=True).stdout)
+        if calls:
+            info["release_call"] = calls[-1]
     return info
 
 
@@ -1132,6 +1141,14 @@ def machine_rows(infos):
             f"`madvise(MADV_DONTNEED)` in 96 KiB pieces {i['madvise_96k_us_per_page']:.2f} µs per "
             "page (glibc's trim is a series of such calls, so its cost here follows this figure)")
             if "first_touch_us_per_page" in i else "not measured"))
+    if any("release_call" in i for i in infos):
+        rows.append(row("one release call (`release_call_cost`)", lambda i: (
+            f"`madvise` of one page {i['release_call']['madvise_call_us']:.1f} µs; "
+            + (f"`process_madvise` of 1,024 one-page ranges {i['release_call']['batch_call_us']:.0f}"
+               f" µs ({i['release_call']['batch_range_us']:.2f} µs a range)"
+               if i["release_call"].get("batch_call_us") is not None
+               else "no `process_madvise` on oneself (kernel before 6.13)"))
+            if "release_call" in i else "not measured"))
     return rows
 
 
@@ -1194,6 +1211,8 @@ def write_report(path, results, info, fig_dir, elapsed, errors, argv, provenance
         out += [text.replace("## Defaults:", "## 10. Defaults:", 1).rstrip("\n"), ""]
     if "trim" in results:
         out += bench_trim.section_md(sys.modules[__name__], results["trim"])
+    if "dear_trim" in results:
+        out += bench_dear_trim.section_md(sys.modules[__name__], results["dear_trim"])
     out += ["## Commands", "",
             "Every command the run executed, from the repository root (counts in brackets; "
             "`OUT` is a temporary file; `/tmp/roundtrim-bench` stands for the run's temporary "
@@ -1867,6 +1886,8 @@ def config(quick):
         "policy_reps": 3,
         "trim_rounds": 8,
         "trim_reps": 3,
+        "dear_rounds": 8,
+        "dear_reps": 3,
     }
     full["quick"] = quick
     if quick:
@@ -1880,7 +1901,8 @@ def config(quick):
                     sites_py_objects=(2000, 6000), sites_fl_rounds=(1, 2), sites_fl_width=64,
                     sites_reps=1, sites_fl_callgrind=False, sites_churn_mib=4, sites_detect_rounds=[1, 2],
                     start_reps=3, diag_gib=[0.25], diag_rounds=3, diag_fl_rounds=4,
-                    diag_fl_reps=1, policy_rounds=6, policy_reps=1, trim_rounds=4, trim_reps=1)
+                    diag_fl_reps=1, policy_rounds=6, policy_reps=1, trim_rounds=4, trim_reps=1,
+                    dear_rounds=4, dear_reps=1)
     return full
 
 
@@ -2077,7 +2099,9 @@ def main():
                 "policy": lambda cfg, tmpdir: bench_policy.section(sys.modules[__name__], cfg,
                                                                    tmpdir),
                 "defaults": section_defaults,
-                "trim": lambda cfg, tmpdir: bench_trim.section(sys.modules[__name__], cfg, tmpdir)}
+                "trim": lambda cfg, tmpdir: bench_trim.section(sys.modules[__name__], cfg, tmpdir),
+                "dear_trim": lambda cfg, tmpdir: bench_dear_trim.section(sys.modules[__name__],
+                                                                         cfg, tmpdir)}
     global TMP_ROOT
     with tempfile.TemporaryDirectory(prefix="roundtrim-bench.") as tmpdir:
         TMP_ROOT = tmpdir
