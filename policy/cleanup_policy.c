@@ -15,6 +15,9 @@
 /* The shortest hold of a trim in holds: a share of the limit, and never under this. */
 #define HOLD_MIN_US     500
 #define HOLD_MIN_SHARES 16
+/* A collection pays when it frees this much, or holds the GIL under this share of the limit. */
+#define GC_PAYS_BYTES   MIB
+#define GC_CHEAP_SHARES 10
 
 static bool backed_off(const struct roundtrim_action_history *h)
 {
@@ -196,6 +199,16 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
 
 static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,
                   uint64_t took_us, uint64_t measure_before, bool rate);
+
+bool roundtrim_policy_gc_paid(const struct roundtrim_policy_settings *set, uint64_t collected,
+                              uint64_t freed_bytes, uint64_t took_us)
+{
+    if (collected == 0)
+        return false;
+    if (freed_bytes >= GC_PAYS_BYTES || set->pause_us == 0)
+        return true;
+    return took_us < set->pause_us / GC_CHEAP_SHARES;
+}
 
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before)

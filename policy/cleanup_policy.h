@@ -4,7 +4,9 @@
  * looks at the same rounds but runs each action only when it gives memory back:
  *   trim/purge  when the freed heap the allocator keeps resident is worth it (bytes and share of
  *               RSS), and its predicted pause fits the pause limit;
- *   gc          when collections find garbage: ours last time, or the interpreter's own;
+ *   gc          when collections find garbage: ours last time, or the interpreter's own; one
+ *               that found some but freed under a MiB while it held the GIL past a tenth of
+ *               the pause limit did not pay, and counts as giving nothing back;
  *   device      when the PyTorch cache and the driver's pools hold enough;
  * (a glibc trim not when the program trimmed the heap itself since the last cleanup);
  * all within a budget of cleanup CPU time per round time: while the cleanups so far spent more
@@ -103,6 +105,12 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
  * the wall time teaches the trim's rate). */
 void roundtrim_policy_learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a,
                             bool gave_back, uint64_t took_us, uint64_t measure_before);
+
+/* Whether a collection paid for itself: it found garbage, and freed a MiB or more, or cost
+ * little (held the GIL under a tenth of the pause limit; any with no limit). A full collection
+ * walks every live object: in a PyTorch client 50-130 ms a round for some twenty objects. */
+bool roundtrim_policy_gc_paid(const struct roundtrim_policy_settings *set, uint64_t collected,
+                              uint64_t freed_bytes, uint64_t took_us);
 
 /* The same for a trim done in holds: its rate was learnt hold by hold (its whole time includes
  * the gaps between them). */

@@ -185,7 +185,8 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
             uint64_t mapped = below(live, roundtrim_memory_live_now()),
                      blocks = heap_freed + roundtrim_python_gc_small_freed();
             r->gc_freed_bytes = mapped > blocks ? mapped : blocks;
-            roundtrim_policy_learn(&policy, RT_CLEAN_GC, r->gc_collected > 0, r->gc_us, 0);
+            bool paid = roundtrim_policy_gc_paid(set, r->gc_collected, r->gc_freed_bytes, r->gc_us);
+            roundtrim_policy_learn(&policy, RT_CLEAN_GC, paid, r->gc_us, 0);
         }
     }
     roundtrim_python_gc_mark(r->gc_ran, r->gc_skipped, r->gc_collected);

@@ -134,7 +134,9 @@ SKIP_REASONS = {
     "little_to_gain": "less freed memory at hand than the threshold (ROUNDTRIM_TRIM_MIN_MIB "
                       "and _PERCENT; ROUNDTRIM_CUDA_CACHE_MIN_MIB for device memory)",
     "no_garbage": "the interpreter's own collections found no garbage",
-    "no_yield": "its last runs gave nothing back: it waits some rounds before it tries again",
+    "no_yield": "its last runs gave nothing back (a gc: found no garbage, or freed under 1 "
+                "MiB while it held the GIL over a tenth of ROUNDTRIM_TRIM_PAUSE_MS): it waits "
+                "some rounds before it tries again",
     "budget": "cleanups used their share of CPU time (ROUNDTRIM_CLEANUP_BUDGET): it waits "
               "until the rounds have earned it back",
     "pause_limit": "it would hold the heap longer than ROUNDTRIM_TRIM_PAUSE_MS",

@@ -157,6 +157,23 @@ def test_gc_is_left_out_where_the_interpreter_finds_no_garbage(run_shim):
     assert sum(r["cleanup_cpu_us"] for r in policy[1:]) < gc_cost * len(policy[1:]) / 5
 
 
+def test_a_gc_that_frees_little_for_a_long_pause_is_held_back(run_shim):
+    # 20 small cycles a round behind 200,000 live objects: each full collection finds them and
+    # frees a few KiB. Under a 1 ms limit (a tenth of it: 0.1 ms, far under any full walk) it
+    # does not pay; with a 60 s limit every walk is cheap and it runs every round.
+    held = python_rounds(run_shim, "few_cycles", n=8, ROUNDTRIM_TRIM_PAUSE_MS="1",
+                         ROUNDTRIM_CLEANUP_BUDGET="0")
+    cheap = python_rounds(run_shim, "few_cycles", n=8, ROUNDTRIM_TRIM_PAUSE_MS="60000",
+                          ROUNDTRIM_CLEANUP_BUDGET="0")
+    ran = [r for r in held if "gc" in r["cleanup"]]
+    assert ran and all(r["gc_collected"] >= 20 and r["gc_freed_bytes"] < MiB for r in ran), ran
+    assert all(r["gc_us"] > 100 for r in ran)  # what it cost, in the record
+    skipped = [r.get("gc_skipped") for r in held[1:] if "gc" not in r["cleanup"]]
+    assert len(skipped) >= 4 and "no_yield" in skipped, skipped
+    assert set(skipped) <= {"no_yield", "no_garbage", "program_gc"}, skipped
+    assert all("gc" in r["cleanup"] and r["gc_collected"] >= 20 for r in cheap), cheap
+
+
 def test_gc_runs_every_round_while_it_finds_cycles(run_shim):
     res = run_shim([PYTHON, PYDIR / "diag_rounds.py", "garbage", 6], timeout=180,
                    env={"ROUNDTRIM_CLEANUP_BUDGET": "0"})

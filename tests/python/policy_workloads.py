@@ -8,6 +8,10 @@
     self_collecting  the same graph, a round's work of temporary objects and buffers, and a
                      gc.collect() of its own at the end of each round, as APPFL's clients do;
                      nothing leaks
+    few_cycles       the same graph, and 20 small reference cycles made at the end of each round
+                     (the interpreter's own collections have not seen them when the round ends):
+                     beside 20 small lists that stay: a full gc finds the cycles, walks the
+                     whole graph, and frees a few KiB
 
 Each round works for a while (--records temporary dicts and lists, a joined bytes, 64 buffers of
 64-124 KiB), ends with
@@ -56,7 +60,7 @@ def work(records_per_round):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["leak", "self_collecting"])
+    ap.add_argument("mode", choices=["leak", "self_collecting", "few_cycles"])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--objects", type=int, default=400000)
     ap.add_argument("--wait", type=float, default=0.2)
@@ -74,6 +78,12 @@ def main():
         work(args.records)
         if args.mode == "leak":
             leaked.append([f"{rnd}:{i}" for i in range(20000)])
+        elif args.mode == "few_cycles":
+            for i in range(20):  # each beside a small object that stays: no arena empties
+                d = {}
+                d["self"] = d
+                graph.append([i])
+            del d
         else:
             gc.collect()
         if beat:
