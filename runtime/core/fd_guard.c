@@ -16,8 +16,10 @@ static __thread unsigned depth;
 /* Whether this fork's prepare handler holds the lock. Not when the forking thread is itself
  * inside the guard (a signal handler that interrupted a read of ours forked), nor when a read
  * did not end in time (a file that never answers): fork then goes on, and the child deals with
- * the descriptors noted below. */
-static bool fork_holds;
+ * the descriptors noted below. The thread's own: a fork's handlers all run in the thread that
+ * forks, and glibc lets go of its atfork lock around them, so two threads forking at once run
+ * theirs interleaved (one thread's answer must not end another's hold). */
+static __thread bool fork_holds;
 /* How long a fork waits for the reads in progress: they take milliseconds. */
 #define FORK_WAIT_S 1
 

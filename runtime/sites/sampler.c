@@ -29,7 +29,9 @@ static __thread bool sampling_now;
  * while another thread walks would leave them held in the child for good. A fork waits for the
  * walks in flight and holds new ones off until it is done. */
 static unsigned walks_in_flight;
-static bool fork_pending;
+/* Forks in progress (their prepare handler ran, their parent handler not yet): a count, as
+ * threads forking at once run their handlers interleaved. */
+static unsigned fork_pending;
 
 static int find_own_range(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -303,7 +305,7 @@ void roundtrim_sampler_reported(uint32_t round)
 
 void roundtrim_sampler_fork_prepare(void)
 {
-    __atomic_store_n(&fork_pending, true, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&fork_pending, 1, __ATOMIC_SEQ_CST);
     /* A walk takes microseconds; the bound only guards against the unforeseen. */
     for (int i = 0; i < 200000 && __atomic_load_n(&walks_in_flight, __ATOMIC_SEQ_CST); i++)
         sched_yield();
@@ -311,13 +313,13 @@ void roundtrim_sampler_fork_prepare(void)
 
 void roundtrim_sampler_fork_parent(void)
 {
-    __atomic_store_n(&fork_pending, false, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&fork_pending, 1, __ATOMIC_SEQ_CST);
 }
 
 void roundtrim_sampler_fork_child(void)
 {
     walks_in_flight = 0;
-    fork_pending = false;
+    fork_pending = 0;
     reported = 0;
     sampling_now = false;
     roundtrim_sample_table_fork_child();

@@ -76,3 +76,20 @@ def test_rounds_go_on_in_a_process_whose_main_thread_ended(spawn):
     finally:
         p.kill()
         p.wait()
+
+
+def test_threads_forking_at_once_while_rounds_end_neither_wait_nor_hang(run_shim):
+    # Four threads fork 25 times each while a round ends every 5 ms. Each fork's handlers hold the
+    # descriptor guard for their own thread: two at once must not leave it held, which made every
+    # later fork wait out the guard's second, then the worker and exit wait for ever.
+    res = run_shim([prog("fork_threads"), 4, 25, 5000], timeout=60)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout_json()[-1]
+    assert out["forks"] == 100
+    assert out["longest_fork_us"] < 1_000_000, out  # no fork waited out the guard's second
+    exits = [r for r in res.records if r.get("event") == "exit"]
+    assert len(exits) == 1 and exits[0]["pid"] == res.records[0]["pid"], exits
+    # Without rounds, two threads forking 50 times each.
+    res = run_shim([prog("fork_threads"), 2, 50, 0], timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout_json()[-1]["longest_fork_us"] < 1_000_000
