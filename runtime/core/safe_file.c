@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +60,32 @@ const char *roundtrim_file_foreign(const char *path, const struct stat *st)
                                : "belongs to another user in a sticky, group-writable directory";
 }
 
+/* The kernel's own file systems: a "file" there is a setting or a control (ROUNDTRIM_LOG=
+ * /proc/sys/kernel/hostname would rename the host), never a log. */
+static const char *pseudo_fs(long type)
+{
+    static const struct {
+        long type;
+        const char *text;
+    } kinds[] = {
+        {0x9fa0, "is on procfs"},
+        {0x62656572, "is on sysfs"},
+        {0x27e0eb, "is on a cgroup file system"},
+        {0x63677270, "is on a cgroup file system"},
+        {0x64626720, "is on debugfs"},
+        {0x74726163, "is on tracefs"},
+        {0x73636673, "is on securityfs"},
+        {0x62656570, "is on configfs"},
+        {(long)0xcafe4a11, "is on bpffs"},
+        {0x6165676c, "is on pstore"},
+        {(long)0xde5e81e4, "is on efivarfs"},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (type == kinds[i].type)
+            return kinds[i].text;
+    return NULL;
+}
+
 /* A file of another kind is refused before it is opened: opening some devices acts (a watchdog
  * starts counting, a tape rewinds), and opening a FIFO may block. So is a file someone else may
  * have planted for us to write into. */
@@ -70,11 +97,15 @@ static bool refuse_existing(const char *path, bool writing, const char **why)
     *why = !S_ISREG(st.st_mode) ? is_kind(st.st_mode)
            : writing            ? roundtrim_file_foreign(path, &st)
                                 : NULL;
+    struct statfs fs;
+    if (!*why && writing && statfs(path, &fs) == 0)
+        *why = pseudo_fs((long)fs.f_type);
     return *why != NULL;
 }
 
-/* After open: still a regular file (the path may have been swapped since the lstat). */
-static bool keep_opened(int fd, struct stat *st, const char **why)
+/* After open: still a regular file (the path may have been swapped since the lstat), and for
+ * writing not on one of the kernel's own file systems. */
+static bool keep_opened(int fd, bool writing, struct stat *st, const char **why)
 {
     if (fstat(fd, st) != 0) {
         *why = strerror(errno);
@@ -84,6 +115,9 @@ static bool keep_opened(int fd, struct stat *st, const char **why)
         *why = is_kind(st->st_mode);
         return false;
     }
+    struct statfs fs;
+    if (writing && fstatfs(fd, &fs) == 0 && (*why = pseudo_fs((long)fs.f_type)))
+        return false;
     return true;
 }
 
@@ -114,7 +148,7 @@ int roundtrim_open_append(const char *path, struct roundtrim_file_id *id, const 
         return -1;
     }
     struct stat st;
-    if (!keep_opened(fd, &st, why)) {
+    if (!keep_opened(fd, true, &st, why)) {
         close(fd);
         return -1;
     }
@@ -152,7 +186,7 @@ int roundtrim_open_read(const char *path)
     }
     roundtrim_fd_guard_note(fd);
     struct stat st;
-    if (!keep_opened(fd, &st, &why)) {
+    if (!keep_opened(fd, false, &st, &why)) {
         roundtrim_fd_guard_close(fd);
         errno = EINVAL;
         return -1;

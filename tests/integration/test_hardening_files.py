@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, LIB, ROOT, prog, read_records, rounds, shim_env, wait_for
+from conftest import BUILD, LIB, PYTHON, ROOT, prog, read_records, rounds, shim_env, wait_for
 
 REPORT = ROOT / "scripts" / "roundtrim"
 OPTIONS_TOOL = BUILD / "roundtrim-options"
@@ -642,3 +642,18 @@ def test_every_bad_variable_gets_its_own_whole_warning_line(run_shim):
         assert "); using " in line and "forged" not in line
     assert [r["event"] for r in lines_are_records(res.log_path)] == [
         "start", "round", "diagnosis", "exit"]
+
+
+def test_log_on_procfs_is_refused_and_the_setting_stays(run_shim):
+    # /proc/self/comm is a regular file the process may write: its own name. A log there would
+    # rename the process (as /proc/sys/kernel/hostname would rename the host).
+    script = ("import ctypes, time\n"
+              "ctypes.CDLL(None).roundtrim_round_end()\n"
+              "time.sleep(0.5)\n"
+              "print(open('/proc/self/comm').read().strip())\n")
+    res = run_shim([PYTHON, "-c", script], env={"ROUNDTRIM_LOG": "/proc/self/comm"}, log=False)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "python3"
+    assert res.stderr.splitlines() == [
+        "roundtrim: cannot open ROUNDTRIM_LOG=/proc/self/comm: is on procfs; going on without a "
+        "round log"]
