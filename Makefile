@@ -50,8 +50,9 @@ CHECK_DEPS    :=
 DOC_PAGES     :=
 EXTRA_TARGETS :=
 INSTALL_HOOKS :=
+UNINSTALL_HOOKS :=
 
-.PHONY: all lib check unit integration demo bench install deps format clean
+.PHONY: all lib check unit integration demo bench install uninstall deps format clean
 all: lib
 
 include $(sort $(wildcard mk/*.mk))
@@ -134,6 +135,10 @@ install: lib $(EXTRA_TARGETS) $(INSTALL_HOOKS)
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/libroundtrim.so $(DESTDIR)$(LIBDIR)/libroundtrim.so
 	install -m 0644 include/roundtrim.h $(DESTDIR)$(PREFIX)/include/roundtrim.h
+
+# With the PREFIX, LIBDIR and DESTDIR of the install: removes every file it put there.
+uninstall: $(UNINSTALL_HOOKS)
+	rm -f $(DESTDIR)$(LIBDIR)/libroundtrim.so $(DESTDIR)$(PREFIX)/include/roundtrim.h
 
 # The .d files as targets of their own without a recipe: one not there yet makes its target
 # build again.

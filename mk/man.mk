@@ -25,3 +25,8 @@ install-man: $(BUILD)/roundtrim-options
 	chmod 0644 $(DESTDIR)$(MANDIR)/man1/roundtrim.1 $(DESTDIR)$(MANDIR)/man7/roundtrim-variables.7
 
 INSTALL_HOOKS += install-man
+
+.PHONY: uninstall-man
+uninstall-man:
+	rm -f $(DESTDIR)$(MANDIR)/man1/roundtrim.1 $(DESTDIR)$(MANDIR)/man7/roundtrim-variables.7
+UNINSTALL_HOOKS += uninstall-man

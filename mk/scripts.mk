@@ -24,6 +24,10 @@ $(BUILD)/roundtrim-options: $(ROUNDTRIM_OPTIONS_SRCS)
 EXTRA_TARGETS += $(BUILD)/roundtrim-options
 CHECK_DEPS += $(BUILD)/roundtrim-options
 
+# The examples installed: files to read, and scripts to run.
+EXAMPLE_FILES   := sub_start.sh Dockerfile pod.yaml
+EXAMPLE_SCRIPTS := entrypoint.sh nvflare-simulator.sh flower.sh appfl.sh
+
 .PHONY: install-scripts
 install-scripts: $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report \
@@ -34,12 +38,18 @@ install-scripts: $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose
 	install -m 0755 $(BUILD)/roundtrim-options $(BUILD)/roundtrim-diagnose \
 	    $(DESTDIR)$(PREFIX)/libexec/roundtrim/
 	install -m 0644 $(REPORT_MODULES) $(DESTDIR)$(PREFIX)/libexec/roundtrim/roundtrim_report/
-	install -m 0644 scripts/examples/sub_start.sh scripts/examples/Dockerfile \
-	    scripts/examples/pod.yaml $(DESTDIR)$(EXAMPLESDIR)/
-	install -m 0755 scripts/examples/entrypoint.sh scripts/examples/nvflare-simulator.sh \
-	    scripts/examples/flower.sh scripts/examples/appfl.sh $(DESTDIR)$(EXAMPLESDIR)/
+	install -m 0644 $(EXAMPLE_FILES:%=scripts/examples/%) $(DESTDIR)$(EXAMPLESDIR)/
+	install -m 0755 $(EXAMPLE_SCRIPTS:%=scripts/examples/%) $(DESTDIR)$(EXAMPLESDIR)/
 
 INSTALL_HOOKS += install-scripts
+
+.PHONY: uninstall-scripts
+uninstall-scripts:
+	rm -f $(DESTDIR)$(PREFIX)/bin/roundtrim
+	rm -rf $(DESTDIR)$(PREFIX)/libexec/roundtrim
+	rm -f $(addprefix $(DESTDIR)$(EXAMPLESDIR)/,$(EXAMPLE_FILES) $(EXAMPLE_SCRIPTS))
+	-rmdir $(DESTDIR)$(EXAMPLESDIR) $(dir $(DESTDIR)$(EXAMPLESDIR)) 2>/dev/null
+UNINSTALL_HOOKS += uninstall-scripts
 
 # The option table's defaults, parsed at build time for the library (policy/options.c), so that
 # a start reads values instead of parsing the same text in every process.

@@ -247,6 +247,7 @@ def test_run_refuses_an_unwritable_log_before_starting(tmp_path):
     r = roundtrim("run", "--log", tmp_path / "missing" / "r.jsonl", "touch", marker)
     assert r.returncode == 1
     assert "does not exist" in r.stderr and str(tmp_path / "missing") in r.stderr
+    assert "the program was not started" in r.stderr  # says which way it goes
     assert not marker.exists()
     env = clean_env(ROUNDTRIM_PROM_FILE=tmp_path / "nodir" / "m.prom")
     r = roundtrim("run", "touch", marker, env=env)
@@ -594,6 +595,12 @@ def test_installed_command_finds_its_library_and_helpers(tmp_path):
     assert "1. +1.0 MiB/round  live 3.0 MiB at round 3" in r.stdout
     for example in ("sub_start.sh", "entrypoint.sh", "Dockerfile", "pod.yaml"):
         assert (prefix / "share" / "roundtrim" / "examples" / example).is_file()
+    # `make uninstall` with the same settings takes every file back.
+    removed = subprocess.run(["make", "-s", "--no-print-directory", "uninstall", f"DESTDIR={dest}",
+                              "PREFIX=/opt/roundtrim"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert removed.returncode == 0, removed.stderr
+    assert [p for p in dest.rglob("*") if not p.is_dir()] == []
 
 
 # ---- report -----------------------------------------------------------------------------------

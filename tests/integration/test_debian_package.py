@@ -3,9 +3,9 @@ installs it on this machine, the installed `roundtrim run` preloads the installe
 program that ends rounds and the round log says so, the manual pages are found and render, and
 `dpkg --purge` removes every file the package installed.
 
-It needs root (dpkg) and debhelper; it skips, saying which, without them. A roundtrim package
-installed before the test is replaced by the one built here and removed with it at the end; the
-package is removed also when a step fails.
+It needs root (dpkg) and debhelper; it skips, saying which, without them. Where a roundtrim
+package is installed already, it skips too: it leaves the machine's packages as it found them.
+The package it installs is removed at the end, also when a step fails.
 """
 
 import json
@@ -35,6 +35,9 @@ def missing_prerequisite():
     arch = run(["dpkg", "--print-architecture"]).stdout.strip()
     if arch not in ("amd64", "arm64"):
         return f"the package is built for amd64 and arm64 only, not {arch}"
+    if is_installed():
+        return ("a roundtrim package is installed on this machine: the test would replace and "
+                "remove it, and it leaves the machine's packages as it found them")
     preload = Path("/etc/ld.so.preload")
     if preload.exists() and "libroundtrim" in preload.read_text(errors="replace"):
         return ("/etc/ld.so.preload preloads libroundtrim.so: removing the package would leave "
