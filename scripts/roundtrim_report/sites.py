@@ -228,9 +228,22 @@ def growing_sites(window):
 # ---- stacks ---------------------------------------------------------------------------------
 
 
+# Each frame field's type as the library writes it: a field of any other type (a hand-edited or
+# damaged log) is read as absent, so that every later step sees only what it expects.
+PYTHON_FIELDS = {"file": str, "function": str, "line": int}
+NATIVE_FIELDS = {"module": str, "offset": str, "symbol": str}
+
+
+def typed_frames(frames, fields):
+    if not isinstance(frames, list):
+        return []
+    return [{k: v for k, v in f.items()
+             if k in fields and isinstance(v, fields[k]) and not isinstance(v, bool)}
+            for f in frames if isinstance(f, dict)]
+
+
 def python_frames(entry):
-    frames = entry.get("python")
-    return [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+    return typed_frames(entry.get("python"), PYTHON_FIELDS)
 
 
 # The site every sample of the program's first round is counted at (imports, a model loaded once):
@@ -241,11 +254,8 @@ OWN_MODULE = re.compile(r"libroundtrim\.so[.0-9]*")
 
 
 def native_frames(entry):
-    frames = entry.get("frames")
-    if not isinstance(frames, list):
-        return []
-    return [f for f in frames if isinstance(f, dict) and not OWN_MODULE.fullmatch(
-        str(f.get("module") or "").rsplit("/", 1)[-1])]
+    return [f for f in typed_frames(entry.get("frames"), NATIVE_FIELDS)
+            if not OWN_MODULE.fullmatch((f.get("module") or "").rsplit("/", 1)[-1])]
 
 
 def python_text(frame):

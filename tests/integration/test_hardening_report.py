@@ -476,3 +476,62 @@ def test_report_runs_under_an_isolated_interpreter(tmp_path):
                        timeout=120)
     assert plain.returncode == 0 and r.returncode == 0, r.stderr
     assert r.stdout == plain.stdout and f"process {PID}" in r.stdout
+
+
+# ---- by type: every field of every kind of record given a value of another type -----------------
+
+# A value of each JSON type (and the shapes a reader must not hash or iterate by mistake).
+OTHER_TYPES = {"list": ["x"], "object": {"a": 1}, "float": 1.5, "bool": True, "null": None,
+               "text": "x", "huge": 2**70, "negative": -1}
+
+
+def leaf_paths(value, path=()):
+    """Every path to a value inside nested objects and lists (the containers themselves too)."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaf_paths(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaf_paths(v, path + (i,))
+
+
+def with_value(record, path, value):
+    rec = json.loads(json.dumps(record))
+    at = rec
+    for step in path[:-1]:
+        at = at[step]
+    at[path[-1]] = value
+    return rec
+
+
+def variant_process(pid, template, path, kind):
+    """A process of its own whose records of the template's kind all carry the changed field
+    (so that the record the report shows, the last of its kind, has it)."""
+    recs = [start(pid=pid)] + [round_record(n, pid=pid) for n in range(1, 5)]
+    if template["event"] == "sites":
+        recs += [with_value(sites_record(n, "f", "a.py", "/lib/m.so") | {"pid": pid}, path,
+                            OTHER_TYPES[kind]) for n in range(1, 5)]
+    elif template["event"] == "round":
+        recs = recs[:1] + [with_value(round_record(n, pid=pid), path, OTHER_TYPES[kind])
+                           for n in range(1, 5)]
+    else:
+        recs.append(with_value(template | {"pid": pid}, path, OTHER_TYPES[kind]))
+    return recs
+
+
+@pytest.mark.parametrize("kind", sorted(OTHER_TYPES))
+def test_a_field_of_another_type_is_a_note_never_a_traceback(tmp_path, kind):
+    templates = [round_record(3), diagnosis(), sites_record(3, "f", "a.py", "/lib/m.so")]
+    records, pid = [], PID
+    for t in templates:
+        for path in leaf_paths(t):
+            if path and path[0] not in ("event", "pid", "round"):
+                pid += 1
+                records += variant_process(pid, t, path, kind)
+    log = write_log(tmp_path / "log.jsonl", records)
+    for mode, args in sorted(MODES.items()):
+        args = [str(tmp_path / "out.html") if a == "OUT" else a for a in args]
+        r = report(log, *args)
+        assert "Traceback" not in r.stderr, f"{mode}: {r.stderr[-2000:]}"
+        assert r.returncode == 0, f"{mode}: {r.stderr[-2000:]}"
