@@ -100,6 +100,26 @@ static void put_quoted(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* A YAML double-quoted scalar that Kubernetes reads back as s: YAML's own escapes (a backslash
+ * before '$' or '`' is no YAML escape), and "$(" doubled, since Kubernetes expands $(VAR) in an
+ * env value and reads "$$(" as a literal "$(". */
+static void put_k8s_quoted(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\x%02x", c);
+        else if (c == '$' && s[1] == '(')
+            fputs("$$", out);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
 /* A commented-out setting: the value it keeps, or "..." when by default it has none. */
 static void put_inactive_value(FILE *out, const char *value)
 {
@@ -252,7 +272,7 @@ static void print_k8s(FILE *out, const struct roundtrim_config *cfg, const char 
     if (preload) {
         fputs("  # Preload the library (a path inside the container).\n", out);
         fputs("  - name: LD_PRELOAD\n    value: ", out);
-        put_quoted(out, preload);
+        put_k8s_quoted(out, preload);
         fputc('\n', out);
     }
     for (int i = 0; i < RT_OPT_COUNT; i++) {
@@ -262,10 +282,13 @@ static void print_k8s(FILE *out, const struct roundtrim_config *cfg, const char 
         put_meaning_comment(out, "  ", o);
         if (option_is_active(cfg, o->id)) {
             fprintf(out, "  - name: %s\n    value: ", o->name);
-            put_quoted(out, value);
+            put_k8s_quoted(out, value);
         } else {
             fprintf(out, "  # - name: %s\n  #   value: ", o->name);
-            put_inactive_value(out, value);
+            if (*value)
+                put_k8s_quoted(out, value);
+            else
+                fputs("\"...\"", out);
         }
         fputc('\n', out);
     }

@@ -519,6 +519,23 @@ def test_env_docker_is_one_env_instruction_per_setting():
         assert re.search(rf"^(# )?ENV {name}=", r.stdout, re.M), name
 
 
+def k8s_expand(value):
+    """What Kubernetes makes of an env value: $(VAR) of a defined variable replaced (none here),
+    $$ read as one literal $."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: "$" if m.group(0) == "$$"
+                  else m.group(0), value)
+
+
+def test_env_k8s_quotes_a_hostile_library_path_as_yaml_and_kubernetes_read_it():
+    yaml = pytest.importorskip("yaml")
+    lib = '/opt/$(POD_NAME)/a"b\\c`id`$HOME\x01.so'
+    r = roundtrim("env", "--format", "k8s", "--lib", lib)
+    assert r.returncode == 0, r.stderr
+    env = {item["name"]: item["value"] for item in yaml.safe_load(r.stdout)["env"]}
+    assert env["LD_PRELOAD"] == lib.replace("$(", "$$(")
+    assert k8s_expand(env["LD_PRELOAD"]) == lib
+
+
 def test_env_k8s_is_an_env_list_with_the_role_values():
     r = roundtrim("env", "--format", "k8s", "--role", "server", "--lib", "/roundtrim/lib.so")
     assert r.returncode == 0, r.stderr
