@@ -47,6 +47,7 @@ struct roundtrim_round_record {
     /* Their release system calls (process_madvise, many ranges each, or madvise, one each) and
      * the bytes of free pages those covered. */
     uint64_t trim_calls, trim_call_bytes;
+    uint64_t trim_arenas_left; /* arenas the holds left alone (unlike the layout known) */
     /* Cleanup rounds in a row whose trim the pause limit held back (where no trim in holds was
      * possible), this one included: the diagnosis may say cleanup is held back. */
     uint64_t trim_held_back_rounds;

@@ -33,6 +33,9 @@
 #define PIECE         (256u << 10) /* the most one madvise gives back between two looks */
 #define NON_MAIN_HEAP ROUNDTRIM_GLIBC_HEAP_MAX
 #define FIND_TRIES    4
+/* Bins that may look broken while the main arena is looked for without its lock: each thread
+ * of the program changes one or two at a time. */
+#define BINS_IN_FLUX  8
 #define FIND_RETRY_US 2000
 
 static uintptr_t page; /* set before any lock is taken */
@@ -79,23 +82,25 @@ static bool chunk_ok(const struct roundtrim_arena_walk *w, uintptr_t arena, bool
     return in_ranges(w, heap, sizeof(uintptr_t)) && word(heap) == arena;
 }
 
-/* Every bin empty (pointing at itself) or linked both ways to chunks in the heaps; the lock a
- * value glibc's lock takes. */
+/* Every bin empty (pointing at itself) or linked both ways to chunks in the heaps, but for at
+ * most in_flux of them (read without the arena's lock, a bin the program is changing looks
+ * broken for a moment); the lock a value glibc's lock takes. */
 static bool arena_ok(const struct roundtrim_arena_walk *w, uintptr_t arena, bool main_arena,
-                     bool locked, unsigned *empty_bins)
+                     bool locked, unsigned in_flux, unsigned *empty_bins)
 {
     int lock = __atomic_load_n((const int *)arena, __ATOMIC_RELAXED);
     if (lock < 0 || lock > 2)
         return false;
-    unsigned empty = 0;
+    unsigned empty = 0, broken = 0;
     for (unsigned i = 1; i < NBINS; i++) {
         uintptr_t b = bin_at(arena, i), fd = word(b + CHUNK_FD), bk = word(b + CHUNK_BK);
         if (fd == b && bk == b) {
             empty++;
             continue;
         }
-        if (fd == b || bk == b || !chunk_ok(w, arena, main_arena, locked, fd) ||
-            !chunk_ok(w, arena, main_arena, locked, bk))
+        if ((fd == b || bk == b || !chunk_ok(w, arena, main_arena, locked, fd) ||
+             !chunk_ok(w, arena, main_arena, locked, bk)) &&
+            ++broken > in_flux)
             return false;
     }
     *empty_bins = empty;
@@ -174,8 +179,8 @@ static uintptr_t find_main_arena(const struct roundtrim_arena_walk *w, int mem_f
     unsigned matches = 0;
     for (uintptr_t a = (seg[1] + 15) & ~(uintptr_t)15; a + OFF_NEXT + 8 <= seg[2]; a += 16) {
         /* The bins of an unused arena are all empty: one at least must be. */
-        if (word(a + OFF_BINS) == 0 || !arena_ok(w, a, true, false, &empty) || empty == 0 ||
-            !ring_ok(w, mem_fd, a))
+        if (word(a + OFF_BINS) == 0 || !arena_ok(w, a, true, false, BINS_IN_FLUX, &empty) ||
+            empty == 0 || !ring_ok(w, mem_fd, a))
             continue;
         matches++;
         best = a;
@@ -195,10 +200,24 @@ struct range_scan {
 static void judge_range(struct range_scan *r, const struct roundtrim_map_line *next)
 {
     struct roundtrim_arena_walk *w = r->w;
-    if (r->have_prev && w->ranges < ROUNDTRIM_ARENA_RANGES &&
-        ((r->prev.brk_heap && r->prev.writable) || roundtrim_glibc_arena_heap(&r->prev, next))) {
-        w->lo[w->ranges] = r->prev.start;
-        w->hi[w->ranges++] = r->prev.end;
+    const struct roundtrim_map_line *m = &r->prev;
+    if (!r->have_prev || w->ranges >= ROUNDTRIM_ARENA_RANGES)
+        return;
+    uintptr_t lo = 0;
+    if ((m->brk_heap && m->writable) || roundtrim_glibc_arena_heap(m, next)) {
+        lo = m->start;
+    } else if (m->anonymous && !m->brk_heap && m->readable && m->writable && !m->shared &&
+               !m->exec) {
+        /* The kernel shows adjacent read-write anonymous mappings as one line: two heaps grown
+         * full, or a heap beside a block glibc mapped on its own. The part from the first heap
+         * boundary in the line on may hold heaps (each still checked by its header). */
+        uintptr_t aligned = (m->start + NON_MAIN_HEAP - 1) & ~(NON_MAIN_HEAP - 1);
+        if (aligned < m->end && aligned >= m->start)
+            lo = aligned;
+    }
+    if (lo) {
+        w->lo[w->ranges] = lo;
+        w->hi[w->ranges++] = m->end;
     }
 }
 
@@ -221,6 +240,11 @@ static bool read_ranges(struct roundtrim_arena_walk *w)
         return false;
     judge_range(&r, NULL);
     return w->ranges > 0;
+}
+
+bool roundtrim_arenas_reread_heaps(struct roundtrim_arena_walk *w)
+{
+    return read_ranges(w);
 }
 
 bool roundtrim_arenas_layout_known(void)
@@ -456,7 +480,7 @@ bool roundtrim_arenas_hold(struct roundtrim_arena_walk *w, unsigned i, uint64_t 
     h.t0 = roundtrim_now_us();
     h.fit_units = roundtrim_release_units_fitting(cost, budget_us);
     unsigned empty;
-    if (!arena_ok(w, arena, main_arena, true, &empty)) {
+    if (!arena_ok(w, arena, main_arena, true, 0, &empty)) {
         ok = false;
         goto out;
     }

@@ -60,6 +60,10 @@ bool roundtrim_arenas_layout_known(void);
  * not (a skip reason): nothing may be walked. */
 const char *roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w);
 
+/* Reads the heaps' address ranges again (worker thread, no arena lock held): an arena grown or
+ * shrunk since they were read holds chunks outside them, which a hold will not follow. */
+bool roundtrim_arenas_reread_heaps(struct roundtrim_arena_walk *w);
+
 /* One hold of arena i for about budget_us (at least one release call's worth of progress), each
  * call sized by what cost says calls take here and teaching it. False when the arena no longer
  * matches the layout: it is left alone (marked done). */

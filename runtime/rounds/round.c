@@ -93,7 +93,7 @@ static uint32_t largest_arena_permille; /* from the latest round's memory */
 static struct {
     struct roundtrim_step_base base;   /* where the freed heap is counted from */
     uint64_t count, released, us, cpu; /* since the last round record */
-    uint64_t holds, hold_max_us, holds_waited, calls, call_bytes;
+    uint64_t holds, hold_max_us, holds_waited, calls, call_bytes, arenas_left;
 } steps;
 
 /* Freed minus handed-out bytes of the heap since the process started (negative while it grows):
@@ -214,6 +214,7 @@ static const char *trim_in_holds(struct roundtrim_round_record *r,
     r->trim_holds_waited += d.waited;
     r->trim_calls += d.calls;
     r->trim_call_bytes += d.call_bytes;
+    r->trim_arenas_left += d.arenas_left;
     if (d.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = d.hold_max_us;
     return NULL;
@@ -341,10 +342,12 @@ static void steps_into_record(struct roundtrim_round_record *r)
     r->trim_holds_waited += steps.holds_waited;
     r->trim_calls += steps.calls;
     r->trim_call_bytes += steps.call_bytes;
+    r->trim_arenas_left += steps.arenas_left;
     if (steps.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = steps.hold_max_us;
     steps.count = steps.released = steps.us = steps.cpu = 0;
     steps.holds = steps.hold_max_us = steps.holds_waited = steps.calls = steps.call_bytes = 0;
+    steps.arenas_left = 0;
 }
 
 /* A trim step, between round ends, when the policy finds one due (policy/trim_steps.h): the
@@ -377,6 +380,7 @@ static void trim_step_maybe(void)
         steps.holds += d.holds;
         steps.calls += d.calls;
         steps.call_bytes += d.call_bytes;
+        steps.arenas_left += d.arenas_left;
         steps.holds_waited += d.waited;
         if (d.hold_max_us > steps.hold_max_us)
             steps.hold_max_us = d.hold_max_us;

@@ -13,6 +13,8 @@
 /* After a hold a thread waited for: the time it gets to take the lock before the next. */
 #define GAP_AFTER_WAIT_US 1000
 #define BEFORE_HOLD_US    50
+/* Reads of the heaps' ranges an arena may ask for in one trim, when a hold met a chunk outside. */
+#define REREADS_MAX 2
 
 /* Walks that found the arenas unreadable in a row: after a few, none is tried for a while (a
  * single one may have read a list while the program changed it), a minute at first, twice as
@@ -75,6 +77,7 @@ const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
     uint64_t t0 = roundtrim_now_us();
     uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false);
     for (unsigned i = 0; i < walk.count; i++) {
+        unsigned rereads = 0;
         while (!walk.done[i] && out->holds < HOLDS_MAX && !stop()) {
             struct roundtrim_arena_hold h;
             uint64_t rss = roundtrim_rss_bytes();
@@ -90,8 +93,16 @@ const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
                 out->hold_max_us = h.us;
             if (h.waited)
                 out->waited++;
-            if (!ok)
+            if (!ok && rereads++ < REREADS_MAX && roundtrim_arenas_reread_heaps(&walk)) {
+                /* The program grew or shrank a heap since the ranges were read (a pointer
+                 * outside them is not followed): read again, and the arena goes on. */
+                walk.done[i] = false;
+                continue;
+            }
+            if (!ok) {
+                out->arenas_left++;
                 break; /* this arena no longer looks as expected: left alone */
+            }
             roundtrim_policy_learn_hold(st, h.us, rss > now ? rss - now : 0);
             budget = roundtrim_policy_next_hold_us(set, budget, h.us, h.waited);
             if (h.waited)

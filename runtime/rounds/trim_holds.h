@@ -13,6 +13,7 @@ struct roundtrim_holds_done {
     uint64_t holds, hold_max_us, waited; /* holds a thread of the program waited for */
     uint64_t us;                         /* the whole trim's wall time, gaps included */
     uint64_t calls, call_bytes;          /* release system calls, and the bytes they covered */
+    uint64_t arenas_left;                /* arenas left alone: unlike the layout under lock */
 };
 
 /* Whether a trim in holds can be tried here: glibc's layout known, and the arenas not found

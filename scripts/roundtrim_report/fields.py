@@ -43,6 +43,7 @@ ROUND_FIELDS = (
     ("trim_hold_max_us", "number", "microseconds", "with trim_holds"),
     ("trim_holds_waited", "number", "", "with trim_holds"),
     ("trim_calls", "number", "", "with trim_holds"),
+    ("trim_arenas_left", "number", "", "with trim_holds"),
     ("trim_call_bytes", "number", "bytes", "with trim_holds"),
     ("trim_steps", "number", "", "trims ran in steps during the round (the pause limit)"),
     ("trim_steps_released_bytes", "number", "bytes", "with trim_steps"),

@@ -10,7 +10,6 @@
  *
  * glibc's own malloc_trim calls madvise inside libc, where no preload reaches: a program's hand
  * trim is not slowed (compare on a real dear host for that). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,8 +23,36 @@
 
 static long call_us = 80, range_us = 3;
 static int no_batch;
-static long (*real_syscall)(long, ...);
-static int (*real_madvise)(void *, size_t, int);
+
+/* The kernel called directly: this library may be called before any constructor ran (an
+ * allocator preloaded after it initialises itself early), when no symbol can be looked up yet. */
+static long raw_syscall(long n, long a, long b, long c, long d, long e, long f)
+{
+    long ret;
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b,
+                     x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e,
+                     x5 __asm__("x5") = f;
+    __asm__ volatile("svc 0"
+                     : "+r"(x0)
+                     : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                     : "memory");
+    ret = x0;
+#else
+#error "libslow_release: x86_64 and aarch64 only"
+#endif
+    if (ret < 0 && ret > -4096) {
+        errno = (int)-ret;
+        return -1;
+    }
+    return ret;
+}
 
 __attribute__((constructor)) static void slow_release_init(void)
 {
@@ -35,8 +62,6 @@ __attribute__((constructor)) static void slow_release_init(void)
     if ((v = getenv("SLOW_RELEASE_RANGE_US")))
         range_us = atol(v);
     no_batch = (v = getenv("SLOW_RELEASE_NO_BATCH")) && v[0] == '1';
-    real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-    real_madvise = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
 }
 
 static void spin_us(long us)
@@ -51,7 +76,7 @@ static void spin_us(long us)
 int madvise(void *addr, size_t len, int advice)
 {
     spin_us(call_us);
-    return real_madvise(addr, len, advice);
+    return (int)raw_syscall(SYS_madvise, (long)addr, (long)len, advice, 0, 0, 0);
 }
 
 long syscall(long n, ...)
@@ -69,5 +94,5 @@ long syscall(long n, ...)
             return -1;
         }
     }
-    return real_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+    return raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
