@@ -18,6 +18,8 @@
 /* A collection pays when it frees this much, or holds the GIL under this share of the limit. */
 #define GC_PAYS_BYTES   MIB
 #define GC_CHEAP_SHARES 10
+/* A trim over budget runs in part when what is left is at least this share of its usual cost. */
+#define PARTIAL_TRIM_SHARE 4
 
 static bool backed_off(const struct roundtrim_action_history *h)
 {
@@ -123,6 +125,17 @@ static const char *decide_device(struct roundtrim_policy_state *st,
     return NULL;
 }
 
+/* Over budget, a trim in holds that does not fit whole runs for what is left, where that is a
+ * good part of its usual cost (a walk has a cost of its own, whatever it gives back: a sliver
+ * of an allowance would overdraw the budget round after round). */
+static bool partial_trim_worth(const struct roundtrim_policy_state *st,
+                               const struct roundtrim_policy_plan *plan)
+{
+    const struct roundtrim_action_history *h = &st->act[RT_CLEAN_TRIM];
+    return plan->trim_in_holds && h->runs > 0 && plan->allowance_us > 0 &&
+           (uint64_t)plan->allowance_us >= h->cost_us / PARTIAL_TRIM_SHARE;
+}
+
 /* Over budget: an action that ran before and costs what is left of this round's allowance. */
 static bool afford(const struct roundtrim_policy_state *st, struct roundtrim_policy_plan *plan,
                    int a)
@@ -144,6 +157,7 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
         plan->skipped[a] = NULL;
     }
     plan->predicted_pause_us = 0;
+    plan->trim_budget_us = 0;
     plan->trim_in_holds = plan->trim_retry = false;
     if (!set->adaptive || in->pressure)
         return;
@@ -163,14 +177,23 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
             if (!judged[a] && (cheapest < 0 || st->act[a].cost_us < st->act[cheapest].cost_us))
                 cheapest = a;
         judged[cheapest] = true;
-        if (!plan->skipped[cheapest] && over_budget && !afford(st, plan, cheapest))
-            plan->skipped[cheapest] = "budget";
+        if (!plan->skipped[cheapest] && over_budget && !afford(st, plan, cheapest)) {
+            if (cheapest == RT_CLEAN_TRIM && partial_trim_worth(st, plan)) {
+                /* Holds can stop anywhere: the trim spends what is left, on the largest free
+                 * runs first (where each release call is dear, on kernels without batches). */
+                plan->trim_budget_us = (uint64_t)plan->allowance_us;
+                plan->allowance_us = 0;
+            } else {
+                plan->skipped[cheapest] = "budget";
+            }
+        }
         plan->run[cheapest] = plan->skipped[cheapest] == NULL;
     }
     /* The program trimmed glibc's heap itself since the last cleanup: nothing is left to return
      * (its share of the allowance stays spent, as if it had run). */
     if (in->program_trimmed && in->trim_pauses) {
         plan->run[RT_CLEAN_TRIM] = plan->trim_in_holds = false;
+        plan->trim_budget_us = 0;
         plan->skipped[RT_CLEAN_TRIM] = "program_trim";
         plan->predicted_pause_us = 0;
     }
@@ -191,8 +214,14 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
     after.heap_free += gc_freed;
     plan->predicted_pause_us = 0;
     why = decide_trim(st, set, &after, plan);
-    if (!why && set->budget_percent > 0 && st->credit_us < 0 && !afford(st, plan, RT_CLEAN_TRIM))
-        why = "budget";
+    if (!why && set->budget_percent > 0 && st->credit_us < 0 && !afford(st, plan, RT_CLEAN_TRIM)) {
+        if (partial_trim_worth(st, plan)) {
+            plan->trim_budget_us = (uint64_t)plan->allowance_us;
+            plan->allowance_us = 0;
+        } else {
+            why = "budget";
+        }
+    }
     plan->skipped[RT_CLEAN_TRIM] = why;
     plan->run[RT_CLEAN_TRIM] = why == NULL;
 }

@@ -11,7 +11,8 @@
  * (a glibc trim not when the program trimmed the heap itself since the last cleanup);
  * all within a budget of cleanup CPU time per round time: while the cleanups so far spent more
  * than their share, an action runs only if its usual cost fits in what the rounds since the last
- * cleanup earned (cheapest first), so an expensive gc never holds back a cheap cache release. An
+ * cleanup earned (cheapest first), so an expensive gc never holds back a cheap cache release; a
+ * trim in holds that does not fit runs for what is left, largest free memory first. An
  * action that gave nothing back twice
  * in a row backs off: it is tried again when its measure has grown by its threshold since, or
  * after a gap that doubles (4 to 64 cleanup rounds). Memory pressure always runs everything.
@@ -84,6 +85,9 @@ struct roundtrim_policy_plan {
     bool trim_in_holds;   /* predicted over the pause limit: done in holds, each under it */
     bool trim_retry;      /* held back too long: tried anyway, its rate measured again */
     int64_t allowance_us; /* while overdrawn: what cheap actions may still spend this round */
+    /* A trim in holds the budget cannot cover whole: the hold time it may spend (0: no cap).
+     * Its walk goes largest free memory first, so the part it does returns the most. */
+    uint64_t trim_budget_us;
 };
 
 /* Decides one cleanup round. */

@@ -48,6 +48,7 @@ struct roundtrim_round_record {
      * the bytes of free pages those covered. */
     uint64_t trim_calls, trim_call_bytes;
     uint64_t trim_arenas_left; /* arenas the holds left alone (unlike the layout known) */
+    bool trim_budget_cut;      /* the trim in holds stopped where the CPU budget ran out */
     /* Cleanup rounds in a row whose trim the pause limit held back (where no trim in holds was
      * possible), this one included: the diagnosis may say cleanup is held back. */
     uint64_t trim_held_back_rounds;

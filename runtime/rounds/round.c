@@ -201,11 +201,13 @@ static bool process_ending(void)
 /* A trim in holds of the arenas' locks each under the pause limit. NULL when done; else why the
  * arenas could not be walked (nothing was done). */
 static const char *trim_in_holds(struct roundtrim_round_record *r,
-                                 const struct roundtrim_policy_settings *set, uint64_t *released)
+                                 const struct roundtrim_policy_settings *set,
+                                 const struct roundtrim_policy_plan *plan, uint64_t *released)
 {
     uint64_t rss = roundtrim_rss_bytes();
     struct roundtrim_holds_done d;
-    const char *why = roundtrim_trim_in_holds(&policy, set, process_ending, &d);
+    const char *why =
+        roundtrim_trim_in_holds(&policy, set, plan->trim_budget_us, process_ending, &d);
     if (why)
         return why;
     *released = below(rss, roundtrim_rss_bytes());
@@ -215,6 +217,7 @@ static const char *trim_in_holds(struct roundtrim_round_record *r,
     r->trim_calls += d.calls;
     r->trim_call_bytes += d.call_bytes;
     r->trim_arenas_left += d.arenas_left;
+    r->trim_budget_cut = d.cut;
     if (d.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = d.hold_max_us;
     return NULL;
@@ -229,7 +232,7 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
     const char *unwalked = NULL;
     r->trim_retry = plan->trim_retry;
     if (plan->run[RT_CLEAN_TRIM] && plan->trim_in_holds)
-        held = !(unwalked = trim_in_holds(r, set, &released));
+        held = !(unwalked = trim_in_holds(r, set, plan, &released));
     if (!plan->run[RT_CLEAN_TRIM] || unwalked) {
         /* Left out, or the arenas could not be walked this time: a whole malloc_trim could hold
          * them past the limit, so the trim waits for the next cleanup round, which walks them
@@ -374,7 +377,7 @@ static void trim_step_maybe(void)
     uint64_t rss = roundtrim_rss_bytes(), cpu = roundtrim_thread_cpu_us(), us = 0;
     if (plan.kind == RT_STEP_IN_HOLDS) {
         struct roundtrim_holds_done d;
-        if (roundtrim_trim_in_holds(&policy, &set, process_ending, &d))
+        if (roundtrim_trim_in_holds(&policy, &set, 0, process_ending, &d))
             return;
         us = d.us;
         steps.holds += d.holds;

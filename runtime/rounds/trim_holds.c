@@ -61,8 +61,8 @@ static void walk_failed(const char *why)
 }
 
 const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                                    const struct roundtrim_policy_settings *set, bool (*stop)(void),
-                                    struct roundtrim_holds_done *out)
+                                    const struct roundtrim_policy_settings *set, uint64_t budget_us,
+                                    bool (*stop)(void), struct roundtrim_holds_done *out)
 {
     memset(out, 0, sizeof *out);
     if (!roundtrim_trim_holds_possible())
@@ -75,10 +75,16 @@ const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
     walk_failures = 0;
     walks_pause_us = 0;
     uint64_t t0 = roundtrim_now_us();
-    uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false);
-    for (unsigned i = 0; i < walk.count; i++) {
+    uint64_t budget = roundtrim_policy_next_hold_us(set, 0, 0, false), held_us = 0;
+    for (unsigned i = 0; i < walk.count && !out->cut; i++) {
         unsigned rereads = 0;
         while (!walk.done[i] && out->holds < HOLDS_MAX && !stop()) {
+            if (budget_us && held_us >= budget_us) {
+                out->cut = true; /* the rest waits for the next cleanup */
+                break;
+            }
+            if (budget_us && budget > budget_us - held_us)
+                budget = budget_us - held_us;
             struct roundtrim_arena_hold h;
             uint64_t rss = roundtrim_rss_bytes();
             /* A thread that just woke is less likely to lose its CPU while it holds the lock
@@ -87,6 +93,7 @@ const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
             bool ok = roundtrim_arenas_hold(&walk, i, budget, &release_cost, &h);
             uint64_t now = roundtrim_rss_bytes();
             out->holds++;
+            held_us += h.us;
             out->calls += h.calls;
             out->call_bytes += h.advised;
             if (h.us > out->hold_max_us)

@@ -14,6 +14,7 @@ struct roundtrim_holds_done {
     uint64_t us;                         /* the whole trim's wall time, gaps included */
     uint64_t calls, call_bytes;          /* release system calls, and the bytes they covered */
     uint64_t arenas_left;                /* arenas left alone: unlike the layout under lock */
+    bool cut;                            /* stopped at its budget with memory left to walk */
 };
 
 /* Whether a trim in holds can be tried here: glibc's layout known, and the arenas not found
@@ -22,11 +23,11 @@ struct roundtrim_holds_done {
 bool roundtrim_trim_holds_possible(void);
 
 /* Trims the heap in holds; each teaches the policy's rate. Stops early once stop() says so
- * (the process is ending). Returns NULL, or why the arenas could not be walked (a skip reason:
- * nothing was done). */
+ * (the process is ending), or once the holds took budget_us (0: no cap; out->cut says so).
+ * Returns NULL, or why the arenas could not be walked (a skip reason: nothing was done). */
 const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                                    const struct roundtrim_policy_settings *set, bool (*stop)(void),
-                                    struct roundtrim_holds_done *out);
+                                    const struct roundtrim_policy_settings *set, uint64_t budget_us,
+                                    bool (*stop)(void), struct roundtrim_holds_done *out);
 
 /* The cost of one release call on this host (a running mean, microseconds; 0 before any). */
 uint64_t roundtrim_trim_call_us(void);

@@ -44,6 +44,7 @@ ROUND_FIELDS = (
     ("trim_holds_waited", "number", "", "with trim_holds"),
     ("trim_calls", "number", "", "with trim_holds"),
     ("trim_arenas_left", "number", "", "with trim_holds"),
+    ("trim_budget_cut", "flag", "", "the CPU budget could not cover the whole trim"),
     ("trim_call_bytes", "number", "bytes", "with trim_holds"),
     ("trim_steps", "number", "", "trims ran in steps during the round (the pause limit)"),
     ("trim_steps_released_bytes", "number", "bytes", "with trim_steps"),

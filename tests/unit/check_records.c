@@ -128,7 +128,7 @@ START_TEST(every_declared_key_and_only_those_are_written)
                   RT_ACT_CUDA_POOL_TRIM;
     ran.trim_pause_predicted_us = ran.trim_held_back_rounds = ran.trim_holds = 1;
     ran.trim_steps = 1;
-    ran.trim_retry = true;
+    ran.trim_retry = ran.trim_budget_cut = true;
     ran.signal_rounds_off = "program_set_default";
     ran.cuda.present = ran.cuda.have_mem_info = true;
     ran.cuda.host_live_bytes = 1;
