@@ -417,7 +417,7 @@ def test_async_backend_cache_is_counted_once_and_its_release_measured(run_shim):
 @pytest.mark.parametrize("queued", [False, True])
 def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim, queued):
     """The adaptive policy with its default budget: a full gc that walks two million objects
-    costs more than 20% of 20 ms rounds, so it waits for the budget; the release of the 48 MiB
+    costs more than 20% of 20 ms rounds and frees little, so it waits; the release of the 48 MiB
     PyTorch cache costs little CPU, so it runs in every round all the same, also when its pool
     trim's synchronize waits 150 ms for queued GPU work (time, not CPU)."""
     argv = [PYTHON, ROOT / "tests" / "python" / "torch_budget.py"]
@@ -433,7 +433,8 @@ def test_a_cheap_cache_release_never_waits_for_an_expensive_gc(run_shim, queued)
     for r in rounds:
         assert "torch_empty_cache" in r["cleanup"], r
         assert r["torch_released_bytes"] == 48 * MiB
-    waited = [r["round"] for r in rounds if r.get("gc_skipped") == "budget"]
+    # The gc waits: for the budget, or because its walks freed little for their GIL hold.
+    waited = [r["round"] for r in rounds if r.get("gc_skipped") in ("budget", "no_yield")]
     assert waited, [(r["round"], r.get("gc_skipped"), r["cleanup_cpu_us"]) for r in rounds]
     if queued:
         assert all("cuda_pool_trim" in r["cleanup"] for r in rounds)
