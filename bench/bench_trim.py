@@ -161,9 +161,10 @@ def section_md(bench, res):
            f"This machine trims glibc's heap at **{bench.fmt(rate['quiet'], 2)} ms per MiB** "
            f"given back quiet and {bench.fmt(rate['loaded'], 2)} ms per MiB with two CPU-bound "
            "processes beside it (the program's own `malloc_trim(0)` of a 1 GiB heap in 4 "
-           "threads: wall time per MiB of RSS it returned). A trim predicted to hold an arena "
-           f"past ROUNDTRIM_TRIM_PAUSE_MS ({res['limit_ms']} ms) is done in holds, each under it; "
-           "so is the first trim, before the process knows its rate. "
+           "threads: wall time per MiB of RSS it returned). roundtrim's glibc trim is its own walk "
+           f"of the free lists, in holds each under ROUNDTRIM_TRIM_PAUSE_MS ({res['limit_ms']} "
+           "ms), the pages given back many ranges a system call where the kernel allows "
+           "(section 13). "
            f"Medians (min-max) of {res['reps']} runs of {res['rounds']} rounds each, "
            "interleaved; end-of-round RSS is the program's own reading after its 1 s wait, from "
            "round 3 on.", ""]

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,17 @@ def run(argv, timeout=60, **kw):
                           timeout=timeout, **kw)
 
 
+def dpkg_change(*args):
+    """dpkg -i, -r or --purge, waiting (two minutes at most) while another package tool holds
+    dpkg's lock (an apt run, another test run of this machine) instead of failing on it."""
+    deadline = time.monotonic() + 120
+    while True:
+        r = run(["dpkg", *args], timeout=120)
+        if r.returncode == 0 or "lock" not in r.stderr or time.monotonic() > deadline:
+            return r
+        time.sleep(1)
+
+
 def user_env(**extra):
     """A plain environment: no roundtrim variables, no LD_PRELOAD, no make variables, the
     system's PATH (the installed command is found there, not in the source tree)."""
@@ -67,7 +79,7 @@ def is_installed():
 
 def purge():
     if is_installed():
-        run(["dpkg", "--purge", PACKAGE], timeout=120)
+        dpkg_change("--purge", PACKAGE)
 
 
 def build_package(build_dir):
@@ -161,7 +173,7 @@ def test_package_builds_installs_runs_and_removes_cleanly(tmp_path):
     lib = f"/usr/lib/{triplet}/libroundtrim.so"
     files = []
     try:
-        installed = run(["dpkg", "-i", deb], timeout=120)
+        installed = dpkg_change("-i", deb)
         assert installed.returncode == 0, installed.stdout + installed.stderr
         files = run(["dpkg", "-L", PACKAGE]).stdout.splitlines()
         check_installed_layout(files, triplet)
@@ -173,9 +185,9 @@ def test_package_builds_installs_runs_and_removes_cleanly(tmp_path):
         check_rounds_recorded(tmp_path, lib)
         check_manual_pages()
 
-        removed = run(["dpkg", "-r", PACKAGE], timeout=120)
+        removed = dpkg_change("-r", PACKAGE)
         assert removed.returncode == 0, removed.stdout + removed.stderr
-        purged = run(["dpkg", "--purge", PACKAGE], timeout=120)
+        purged = dpkg_change("--purge", PACKAGE)
         assert purged.returncode == 0, purged.stdout + purged.stderr
     finally:
         purge()
