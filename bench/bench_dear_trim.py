@@ -29,8 +29,6 @@ import re
 import resource
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 
 import bench_trim  # the CPU-bound neighbours of the loaded condition
@@ -220,22 +218,5 @@ def section_md(bench, res):
     return out
 
 
-def main():
-    import argparse
-    import json
-    import bench  # beside this file, on the path as the folder of the script that runs
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=8)
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="roundtrim-dear.") as tmp:
-        res = section(bench, {"dear_reps": a.reps, "dear_rounds": a.rounds}, tmp)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(res, f, indent=1)
-    print("\n".join(section_md(bench, res)))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    bench_trim.standalone(section, section_md, "dear", "roundtrim-dear.")

@@ -19,7 +19,6 @@ MiB they gave back. Imported by bench/bench.py, which passes itself as `bench`; 
 import os
 import statistics
 import subprocess
-import sys
 
 FRAG = ["fl_workload", "--threads", "4", "--model-mib", "472", "--min-bytes", "64",
         "--max-bytes", "4064", "--keep-every", "16", "--pause-ms", "1000", "--probe-ms", "1"]
@@ -220,7 +219,9 @@ def section_md(bench, res):
     return out
 
 
-def main():
+def standalone(section_fn, section_md_fn, key, prefix):
+    """Runs one section alone, as its file's main: --reps, --rounds and --json, then prints the
+    section's markdown. key names the section's cfg entries (KEY_reps, KEY_rounds)."""
     import argparse
     import json
     import tempfile
@@ -230,13 +231,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--json")
     a = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="roundtrim-trim.") as tmp:
-        res = section(bench, {"trim_reps": a.reps, "trim_rounds": a.rounds}, tmp)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        res = section_fn(bench, {f"{key}_reps": a.reps, f"{key}_rounds": a.rounds}, tmp)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
-    print("\n".join(section_md(bench, res)))
+    print("\n".join(section_md_fn(bench, res)))
 
 
 if __name__ == "__main__":
-    main()
+    standalone(section, section_md, "trim", "roundtrim-trim.")
