@@ -23,9 +23,14 @@ def start_record(res):
     return next(r for r in res.records if r.get("event") == "start")
 
 
-def dear(run_shim, **env):
+def with_idle(idle_ms):
+    return [str(idle_ms) if a == "600" else a for a in ARGS]
+
+
+def dear(run_shim, idle_ms=600, **env):
     env = {"LD_PRELOAD": f"{LIB} {SLOW}", "SLOW_RELEASE_CALL_US": "80", **env}
-    res = run_shim([prog("fl_workload"), *ARGS, "--mode", "signal"], env=env, timeout=120)
+    res = run_shim([prog("fl_workload"), *with_idle(idle_ms), "--mode", "signal"], env=env,
+                   timeout=180)
     assert res.returncode == 0, res.stderr
     return res
 
@@ -56,7 +61,9 @@ def test_dear_calls_on_a_kernel_without_batches_still_trims_one_call_a_range(run
     manual_rss = own_trim_rss(run_shim)
     # The kernel answers EINVAL for MADV_DONTNEED on oneself, as before 6.13; no CPU budget, so
     # that every round's trim runs however dear.
-    res = dear(run_shim, SLOW_RELEASE_NO_BATCH="1", ROUNDTRIM_CLEANUP_BUDGET="0")
+    # One call a range is slow on any host (the emulated 80 us on top of a host's own 1-100 us):
+    # a longer idle lets the trim end before the program reads its RSS.
+    res = dear(run_shim, SLOW_RELEASE_NO_BATCH="1", ROUNDTRIM_CLEANUP_BUDGET="0", idle_ms=1500)
     assert start_record(res)["page_release"] == "madvise"
     for r in res.rounds[1:]:
         assert r["cleanup"] == ["trim"] and "trim_skipped" not in r, r
