@@ -10,11 +10,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "policy/options.h"
+
 /* Whether the first len bytes of name are a variable roundtrim knows. */
 bool roundtrim_variable_known(const char *name, size_t len);
 
-/* The known variable nearest to the first len bytes of name (the fewest letters added, removed
- * or changed after the ROUNDTRIM_ prefix; the option table's first on a tie). */
+/* The known variable meant by the first len bytes of name: the one that says the same in our
+ * words (ROUNDTRIM_LOG_FILE and ROUNDTRIM_LOGFILE: ROUNDTRIM_LOG; units and "FILE" or "PATH"
+ * left out), else the nearest in spelling (the fewest letters added, removed or changed after
+ * the ROUNDTRIM_ prefix; the option table's first on a tie). */
 const char *roundtrim_variable_closest(const char *name, size_t len);
 
 /* For an environment entry "ROUNDTRIM_NAME=value" whose name is not known: its warning line
@@ -22,8 +26,11 @@ const char *roundtrim_variable_closest(const char *name, size_t len);
  * alone, for any other entry:
  *   ROUNDTRIM_GC_ROUND is not a roundtrim variable and changes nothing; did you mean
  *   ROUNDTRIM_GC_ROUNDS? (roundtrim env lists them)
+ * Where the variable meant is unset by default and lookup (may be NULL) finds it unset, the
+ * line says what that does: "did you mean ROUNDTRIM_LOG (unset: no log is written)?".
  * A name longer than ROUNDTRIM_NAME_SHOWN bytes is shown by its start. */
 #define ROUNDTRIM_NAME_SHOWN 64
-bool roundtrim_unknown_variable_warning(const char *entry, char *buf, size_t cap);
+bool roundtrim_unknown_variable_warning(const char *entry, roundtrim_env_lookup lookup, void *ctx,
+                                        char *buf, size_t cap);
 
 #endif

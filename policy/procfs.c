@@ -212,11 +212,20 @@ bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out)
     if (s[4] != ' ')
         return false;
     s = skip_field(s + 4); /* offset */
-    s = skip_field(s);     /* dev */
+    while (*s == ' ')
+        s++;
+    uintptr_t major = 0, minor = 0;
+    s = parse_hex(s, &major); /* dev: major:minor */
+    if (!s || *s != ':' || !(s = parse_hex(s + 1, &minor)))
+        return false;
+    out->dev = (uint64_t)major << 32 | minor;
     while (*s == ' ')
         s++;
     bool inode_zero = *s == '0' && (s[1] == ' ' || s[1] == '\n' || s[1] == '\0');
-    s = skip_field(s); /* inode */
+    for (; *s >= '0' && *s <= '9'; s++)
+        out->inode = out->inode * 10 + (uint64_t)(*s - '0');
+    while (*s && *s != ' ' && *s != '\n')
+        s++; /* the inode's rest, if any */
     while (*s == ' ')
         s++;
     size_t name_len = strcspn(s, "\n");

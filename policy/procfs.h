@@ -38,6 +38,8 @@ struct roundtrim_map_line {
     bool anonymous; /* no file: inode 0 and no path, or a bracketed name such as [heap] */
     bool brk_heap;  /* "[heap]" */
     bool unnamed;   /* anonymous without even a bracketed name (what mmap(2) gives) */
+    uint64_t dev;   /* the file's device, major << 32 | minor (0 for anonymous memory) */
+    uint64_t inode; /* the file's inode (0 for anonymous memory) */
 };
 /* False when the line is not a maps line. */
 bool roundtrim_parse_map_line(const char *line, struct roundtrim_map_line *out);

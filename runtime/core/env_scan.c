@@ -16,36 +16,32 @@ static void keep(const char *entry)
         scan.kept[scan.kept_count++] = entry;
 }
 
-static void look_at(const char *s)
+bool roundtrim_env_entry_read(const char *s)
 {
     switch (s[0]) {
     case 'R':
-        if (roundtrim_starts_with(s + 1, "OUNDTRIM_"))
-            keep(s);
-        break;
+        return roundtrim_starts_with(s + 1, "OUNDTRIM_");
     case 'N':
-        if (roundtrim_starts_with(s + 1, "VFLARE_"))
-            keep(s);
-        break;
+        return roundtrim_starts_with(s + 1, "VFLARE_");
     case 'M':
-        if (roundtrim_starts_with(s + 1, "ALLOC_"))
-            keep(s);
-        break;
+        return roundtrim_starts_with(s + 1, "ALLOC_");
     case 'G':
-        if (roundtrim_starts_with(s + 1, "LIBC_TUNABLES")) {
-            keep(s);
-            if (s[14] == '=' && roundtrim_contains(s, "dynamic_weak"))
-                scan.loader_changed = true;
-        }
-        break;
-    case 'L':
-        if (s[1] == 'D' && s[2] == '_' &&
-            (roundtrim_starts_with(s + 3, "AUDIT=") || roundtrim_starts_with(s + 3, "DEBUG=") ||
-             roundtrim_starts_with(s + 3, "DYNAMIC_WEAK=")))
-            scan.loader_changed = true;
-        break;
+        return roundtrim_starts_with(s + 1, "LIBC_TUNABLES");
     default:
-        break;
+        return false;
+    }
+}
+
+static void look_at(const char *s)
+{
+    if (roundtrim_env_entry_read(s)) {
+        keep(s);
+        if (s[0] == 'G' && s[14] == '=' && roundtrim_contains(s, "dynamic_weak"))
+            scan.loader_changed = true;
+    } else if (s[0] == 'L' && s[1] == 'D' && s[2] == '_' &&
+               (roundtrim_starts_with(s + 3, "AUDIT=") || roundtrim_starts_with(s + 3, "DEBUG=") ||
+                roundtrim_starts_with(s + 3, "DYNAMIC_WEAK="))) {
+        scan.loader_changed = true;
     }
 }
 

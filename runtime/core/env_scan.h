@@ -20,6 +20,10 @@ struct roundtrim_env_scan {
     bool loader_changed; /* LD_AUDIT, LD_DEBUG, LD_DYNAMIC_WEAK or GLIBC_TUNABLES dynamic_weak */
 };
 
+/* Whether an environment entry is one the scan keeps: a ROUNDTRIM_, NVFLARE_ or MALLOC_ name, or
+ * GLIBC_TUNABLES. */
+bool roundtrim_env_entry_read(const char *entry);
+
 /* The scan, made at the first call. */
 const struct roundtrim_env_scan *roundtrim_env_scan(void);
 

@@ -12,8 +12,18 @@ bool roundtrim_maps_lines(void (*each)(void *ctx, const char *line), void *ctx)
     int fd = roundtrim_open_read("/proc/thread-self/maps");
     if (fd < 0)
         fd = roundtrim_open_read("/proc/self/maps");
-    if (fd < 0)
-        return false;
+    return fd >= 0 && roundtrim_fd_records(fd, '\n', each, ctx);
+}
+
+bool roundtrim_file_records(const char *path, char end, void (*each)(void *ctx, const char *rec),
+                            void *ctx)
+{
+    int fd = roundtrim_open_read(path);
+    return fd >= 0 && roundtrim_fd_records(fd, end, each, ctx);
+}
+
+bool roundtrim_fd_records(int fd, char end, void (*each)(void *ctx, const char *rec), void *ctx)
+{
     char buf[4096];
     size_t have = 0;
     bool ok = true;
@@ -28,7 +38,7 @@ bool roundtrim_maps_lines(void (*each)(void *ctx, const char *line), void *ctx)
         have += (size_t)n;
         buf[have] = '\0';
         char *line = buf, *nl;
-        while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+        while ((nl = memchr(line, end, have - (size_t)(line - buf)))) {
             *nl = '\0';
             each(ctx, line);
             line = nl + 1;

@@ -9,6 +9,7 @@
 #include "policy/option_names.h"
 #include "runtime/core/clock.h"
 #include "runtime/core/env_scan.h"
+#include "runtime/core/parent_said.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
 
@@ -114,6 +115,18 @@ static const char *env_lookup(void *ctx, const char *name)
     return NULL;
 }
 
+/* The settings' warnings are the same in every process started with the same variables: the
+ * parent that said them to the same stderr said them for the whole process tree. Asked once,
+ * and only when there is something to say. */
+static void warn_setting(const char *text)
+{
+    static int parent_said = -1;
+    if (parent_said < 0)
+        parent_said = roundtrim_parent_said_it();
+    if (!parent_said)
+        roundtrim_warn(text);
+}
+
 /* Each of our names that names nothing gets a line: a misspelled variable would otherwise change
  * nothing without a word. Only the names kept at start are looked at, so this costs nothing in
  * a process that sets none. */
@@ -123,8 +136,8 @@ static void warn_unknown_names(void)
     char line[ROUNDTRIM_WARNING_LEN];
     for (unsigned i = 0; i < env->kept_count; i++)
         if (env->kept[i][0] == 'R' &&
-            roundtrim_unknown_variable_warning(env->kept[i], line, sizeof line))
-            roundtrim_warn(line);
+            roundtrim_unknown_variable_warning(env->kept[i], env_lookup, NULL, line, sizeof line))
+            warn_setting(line);
 }
 
 bool roundtrim_settings_load(void)
@@ -137,7 +150,7 @@ bool roundtrim_settings_load(void)
     roundtrim_config_load(&config, env_lookup, NULL);
     keep_strings();
     for (unsigned i = 0; i < config.warning_count; i++)
-        roundtrim_warn(config.warnings[i]);
+        warn_setting(config.warnings[i]);
     warn_unknown_names();
     return !config.disabled;
 }

@@ -27,7 +27,12 @@ def quiet_program():
 @pytest.mark.parametrize("typed,value,meant", [
     ("ROUNDTRIM_GC_ROUND", "5", "ROUNDTRIM_GC_ROUNDS"),
     ("ROUNDTRIM_SITE", "true", "ROUNDTRIM_SITES"),
-    ("ROUNDTRIM_LOGS", "x", "ROUNDTRIM_LOG"),
+    ("ROUNDTRIM_LOGS", "x", "ROUNDTRIM_LOG (unset: no log is written)"),
+    # by meaning, however far the spelling
+    ("ROUNDTRIM_LOGFILE", "/tmp/rt.jsonl", "ROUNDTRIM_LOG (unset: no log is written)"),
+    ("ROUNDTRIM_LOG_FILE", "/tmp/rt.jsonl", "ROUNDTRIM_LOG (unset: no log is written)"),
+    ("ROUNDTRIM_METRICS_FILE", "/tmp/rt.prom",
+     "ROUNDTRIM_PROM_FILE (unset: no metrics file is written)"),
 ])
 def test_a_misspelled_variable_gets_one_line_naming_the_one_meant(run_shim, typed, value, meant):
     res = run_shim(quiet_program(), env={typed: value}, log=False)
@@ -46,6 +51,78 @@ def test_each_misspelled_variable_gets_its_own_line_and_the_good_ones_work(run_s
     assert warned == ["roundtrim: ROUNDTRIM_GC_ROUND" + HINT.format("ROUNDTRIM_GC_ROUNDS"),
                       "roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")]
     assert len(rounds(read_records(log))) == 2
+
+
+def test_a_misnamed_log_with_the_real_one_set_says_nothing_of_a_missing_log(run_shim):
+    res = run_shim(quiet_program(), env={"ROUNDTRIM_LOG_FILE": "/tmp/x.jsonl"})
+    assert res.returncode == 0
+    assert res.stderr.splitlines() == ["roundtrim: ROUNDTRIM_LOG_FILE" + HINT.format("ROUNDTRIM_LOG")]
+
+
+# ---- once per process tree ---------------------------------------------------------------------
+
+# A shell script as a job's launcher runs them: subshells, command substitutions, pipelines, loops
+# of short programs, a nested shell. None of them is run in the script's place (exec).
+SCRIPT_TREE = """\
+true
+( /bin/true )
+x=$(/bin/echo hi)
+/bin/echo hi | /bin/cat >/dev/null
+for i in 1 2 3 4 5; do /bin/true; done
+sh -c '/bin/true; /bin/true; /bin/true'
+{extra}
+/bin/true
+"""
+
+
+def run_tree(tmp_path, extra="", env=None, preload=True):
+    script = tmp_path / "job.sh"
+    script.write_text(SCRIPT_TREE.format(extra=extra))
+    settings = {"ROUNDTRIM_LOGFILE": str(tmp_path / "rt.jsonl"), "ROUNDTRIM_GC_ROUNDS": "lots"}
+    settings.update(env or {})
+    return subprocess.run(["/bin/bash", str(script)], env=shim_env(settings, preload=preload),
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+
+
+WARNED = ["roundtrim: ROUNDTRIM_GC_ROUNDS=lots is not valid (expected a whole number from 0 to "
+          "1000000); using 1 (client role default)",
+          "roundtrim: ROUNDTRIM_LOGFILE" + HINT.format("ROUNDTRIM_LOG (unset: no log is written)")]
+
+
+def warned(stderr):
+    return sorted(l for l in stderr.splitlines() if l.startswith("roundtrim: "))
+
+
+def test_a_process_tree_with_the_same_settings_is_told_once(tmp_path):
+    res = run_tree(tmp_path)
+    assert res.returncode == 0
+    lines = warned(res.stderr)
+    # the script's shell says each once; its fourteen children, started with the same settings
+    # and writing to the same stderr, say nothing
+    assert lines == WARNED, res.stderr
+
+
+def test_a_child_with_other_settings_or_another_stderr_is_told_itself(tmp_path):
+    extra = ("ROUNDTRIM_SITE=true /bin/true\n"
+             "/bin/true 2>child.err\n")
+    res = run_tree(tmp_path, extra=extra)
+    assert res.returncode == 0
+    lines = warned(res.stderr)
+    # the child with one more setting says all of its own: the new one and the two it shares
+    assert len(lines) == 5, res.stderr
+    assert lines.count(WARNED[1]) == 2
+    assert ("roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")) in lines
+    # the child writing elsewhere says them there
+    assert len(warned((tmp_path / "child.err").read_text())) == 2
+
+
+def test_children_of_a_process_without_roundtrim_are_each_told(tmp_path):
+    lib = shim_env()["LD_PRELOAD"]
+    extra = f"LD_PRELOAD={lib} /bin/true\nLD_PRELOAD={lib} /bin/true\n"
+    res = run_tree(tmp_path, extra=extra, preload=False)
+    assert res.returncode == 0
+    # the shell has no roundtrim: its two preloaded children cannot know that anyone said it
+    assert len(warned(res.stderr)) == 4, res.stderr
 
 
 def test_known_variables_and_the_commands_own_stay_quiet(run_shim):

@@ -50,6 +50,17 @@ static const struct {
     {"ROUNDTRIM_ARENAS_MAX", "ROUNDTRIM_ARENA_MAX"},
     {"ROUNDTRIM_ROUND_SIGANL", "ROUNDTRIM_ROUND_SIGNAL"},
     {"ROUNDTRIM_LIBS", "ROUNDTRIM_LIB"},
+    /* by meaning, however far the spelling */
+    {"ROUNDTRIM_LOGFILE", "ROUNDTRIM_LOG"},
+    {"ROUNDTRIM_LOG_FILE", "ROUNDTRIM_LOG"},
+    {"ROUNDTRIM_LOG_PATH", "ROUNDTRIM_LOG"},
+    {"ROUNDTRIM_OUTPUT", "ROUNDTRIM_LOG"},
+    {"ROUNDTRIM_METRICS_FILE", "ROUNDTRIM_PROM_FILE"},
+    {"ROUNDTRIM_PROMETHEUS", "ROUNDTRIM_PROM_FILE"},
+    {"ROUNDTRIM_EVERY_GC", "ROUNDTRIM_GC_ROUNDS"},
+    {"ROUNDTRIM_PYTHON_HOOK", "ROUNDTRIM_PY_HOOK"},
+    {"ROUNDTRIM_INTERVAL_SECONDS", "ROUNDTRIM_INTERVAL_S"},
+    {"ROUNDTRIM_SIG", "ROUNDTRIM_ROUND_SIGNAL"},
 };
 
 START_TEST(the_nearest_known_name_is_the_one_meant)
@@ -63,7 +74,7 @@ START_TEST(a_misspelled_entry_gets_one_line_naming_it_and_the_nearest)
 {
     char entry[128], line[256];
     snprintf(entry, sizeof entry, "%s=5", misspelled[_i].typed);
-    ck_assert(roundtrim_unknown_variable_warning(entry, line, sizeof line));
+    ck_assert(roundtrim_unknown_variable_warning(entry, NULL, NULL, line, sizeof line));
     char want[256];
     snprintf(want, sizeof want,
              "%s is not a roundtrim variable and changes nothing; did you mean %s? (roundtrim env "
@@ -81,8 +92,8 @@ START_TEST(known_and_foreign_entries_get_no_line)
                            "ROUNDTRIMX=1"};
     char line[256] = "untouched";
     for (size_t i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
-        ck_assert_msg(!roundtrim_unknown_variable_warning(quiet[i], line, sizeof line), "%s",
-                      quiet[i]);
+        ck_assert_msg(!roundtrim_unknown_variable_warning(quiet[i], NULL, NULL, line, sizeof line),
+                      "%s", quiet[i]);
     ck_assert_str_eq(line, "untouched");
 }
 END_TEST
@@ -93,17 +104,52 @@ START_TEST(a_long_name_is_shown_by_its_start_and_the_line_fits)
     memset(entry, 'A', sizeof entry);
     memcpy(entry, "ROUNDTRIM_", 10);
     memcpy(entry + 500, "=1", 3);
-    ck_assert(roundtrim_unknown_variable_warning(entry, line, sizeof line));
+    ck_assert(roundtrim_unknown_variable_warning(entry, NULL, NULL, line, sizeof line));
     ck_assert_uint_lt(strlen(line), sizeof line - 1);
     ck_assert(strncmp(line, entry, ROUNDTRIM_NAME_SHOWN) == 0);
     ck_assert(strncmp(line + ROUNDTRIM_NAME_SHOWN, "... is not a roundtrim variable", 31) == 0);
 }
 END_TEST
 
+static const char *log_unset(void *ctx, const char *name)
+{
+    (void)ctx;
+    return strcmp(name, "ROUNDTRIM_LOG") == 0 ? NULL : "set";
+}
+
+static const char *everything_set(void *ctx, const char *name)
+{
+    (void)ctx;
+    (void)name;
+    return "/var/log/rt.jsonl";
+}
+
+START_TEST(a_name_meant_for_an_unset_log_says_that_no_log_is_written)
+{
+    char line[256];
+    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_LOGFILE=/x.jsonl", log_unset, NULL,
+                                                 line, sizeof line));
+    ck_assert_str_eq(line, "ROUNDTRIM_LOGFILE is not a roundtrim variable and changes nothing; "
+                           "did you mean ROUNDTRIM_LOG (unset: no log is written)? (roundtrim "
+                           "env lists them)");
+    /* the log is set after all: nothing to add */
+    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_LOGFILE=/x.jsonl", everything_set, NULL,
+                                                 line, sizeof line));
+    ck_assert(strstr(line, "did you mean ROUNDTRIM_LOG? ") != NULL);
+    /* a variable with a default: its absence does something, nothing to add */
+    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_GC_ROUND=2", log_unset, NULL, line,
+                                                 sizeof line));
+    ck_assert(strstr(line, "did you mean ROUNDTRIM_GC_ROUNDS? ") != NULL);
+    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_METRICS=/m.prom", log_unset, NULL, line,
+                                                 sizeof line));
+    ck_assert(strstr(line, "did you mean ROUNDTRIM_PROM_FILE? ") != NULL);
+}
+END_TEST
+
 START_TEST(a_name_alone_without_a_value_is_judged_too)
 {
     char line[256];
-    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_SITE", line, sizeof line));
+    ck_assert(roundtrim_unknown_variable_warning("ROUNDTRIM_SITE", NULL, NULL, line, sizeof line));
     ck_assert(strstr(line, "did you mean ROUNDTRIM_SITES?") != NULL);
 }
 END_TEST
@@ -122,6 +168,7 @@ int main(void)
     tcase_add_test(tc, known_and_foreign_entries_get_no_line);
     tcase_add_test(tc, a_long_name_is_shown_by_its_start_and_the_line_fits);
     tcase_add_test(tc, a_name_alone_without_a_value_is_judged_too);
+    tcase_add_test(tc, a_name_meant_for_an_unset_log_says_that_no_log_is_written);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -140,6 +140,11 @@ START_TEST(maps_lines)
                                        "/usr/lib/x86_64-linux-gnu/libc.so.6",
                                        &m));
     ck_assert(!m.anonymous && m.exec);
+    ck_assert_uint_eq(m.dev, (uint64_t)8 << 32 | 1);
+    ck_assert_uint_eq(m.inode, 123456);
+    ck_assert(roundtrim_parse_map_line("7f1c50000000-7f1c50200000 r--p 00000000 fd:1a 9   /x", &m));
+    ck_assert_uint_eq(m.dev, (uint64_t)0xfd << 32 | 0x1a);
+    ck_assert_uint_eq(m.inode, 9);
     ck_assert(roundtrim_parse_map_line("7ffd1000-7ffd2000 rw-p 00000000 00:00 0  [stack]", &m));
     ck_assert(m.anonymous && !m.brk_heap);
     ck_assert(!roundtrim_parse_map_line("not a maps line", &m));
