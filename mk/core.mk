@@ -12,6 +12,13 @@ $(BUILD)/tests/libslow_release.so: tests/programs/libslow_release.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@ -ldl
 
+# A tool that puts its own allocator past roundtrim's object-allocator wrapper
+# (tests/integration/test_sites_objects.py).
+CHECK_DEPS += $(BUILD)/tests/libobject_allocator_tool.so
+$(BUILD)/tests/libobject_allocator_tool.so: tests/programs/libobject_allocator_tool.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@ -ldl
+
 # C++ operator new/delete under the shim (the library itself stays pure C).
 CXX ?= g++
 CHECK_DEPS += $(BUILD)/tests/cxx_counts

@@ -35,6 +35,9 @@ static void add_sample(const struct roundtrim_sample_view *v, void *arg)
     int32_t i = roundtrim_site_of_ref(v->site);
     if (i < 0) /* freed, and its site given back since */
         return;
+    /* An object sampled by a wrapper the allocator's calls went past: freed maybe, unseen. */
+    if (!roundtrim_python_object_sample_counts(v->wrapper))
+        return;
     referenced[i]++;
     if (v->round > s->last || (v->freed_in != 0 && v->freed_in <= s->last))
         return;
@@ -177,6 +180,7 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_json_u64(&j, "sites_given_back", given_back);
     roundtrim_json_str(&j, "python_frames_skipped", roundtrim_python_frames_unavailable());
     roundtrim_json_str(&j, "python_objects_skipped", roundtrim_python_objects_skipped());
+    roundtrim_json_u64(&j, "python_objects_since", roundtrim_python_objects_since());
     site_list(&j, "grown", by_growth, n_growth);
     site_list(&j, "round_live", by_round, n_round);
     site_list(&j, "live", by_live, n_live);

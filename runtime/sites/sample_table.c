@@ -39,6 +39,7 @@ struct slot {
     uint32_t site, round;
     uint32_t freed_in, gen;
     uint64_t weight;
+    uint32_t wrapper; /* the object allocator's wrapper that took it (0: malloc's) */
 };
 
 uint8_t *roundtrim_sample_filter;
@@ -122,7 +123,7 @@ static struct slot *claim(const void *p)
     return NULL;
 }
 
-static bool insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+static bool insert(const void *p, uint32_t site, uint32_t round, uint64_t weight, uint32_t wrapper)
 {
     if (!slots)
         return false;
@@ -136,19 +137,21 @@ static bool insert(const void *p, uint32_t site, uint32_t round, uint64_t weight
     __atomic_store_n(&s->round, round, __ATOMIC_RELEASE);
     __atomic_store_n(&s->freed_in, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&s->weight, weight, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->wrapper, wrapper, __ATOMIC_RELEASE);
     filter_add(p, +1);
     __atomic_store_n(&s->key, (uintptr_t)p, __ATOMIC_RELEASE);
     return true;
 }
 
-bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight)
+bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight,
+                                   uint32_t wrapper)
 {
-    return insert(p, site, round, weight);
+    return insert(p, site, round, weight, wrapper);
 }
 
 bool roundtrim_sample_table_insert_own(const void *p, uint64_t bytes)
 {
-    return insert(p, 0, ROUND_OWN, bytes);
+    return insert(p, 0, ROUND_OWN, bytes, 0);
 }
 
 enum roundtrim_sample_found roundtrim_sample_table_remove(const void *p, uint32_t round,
@@ -192,6 +195,7 @@ uint64_t roundtrim_sample_table_scan(void (*fn)(const struct roundtrim_sample_vi
         WINDOW("reading"); /* the block may be freed, and sampled again, meanwhile */
         v.freed_in = __atomic_load_n(&s->freed_in, __ATOMIC_ACQUIRE);
         v.weight = __atomic_load_n(&s->weight, __ATOMIC_ACQUIRE);
+        v.wrapper = __atomic_load_n(&s->wrapper, __ATOMIC_ACQUIRE);
         /* A slot that changed while read (freed, or freed and taken again, even by the same
          * address) is left for the next scan. */
         if (__atomic_load_n(&s->key, __ATOMIC_ACQUIRE) != k ||

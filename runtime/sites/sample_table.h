@@ -26,8 +26,11 @@ static inline bool roundtrim_sample_maybe(const void *p)
 /* Maps the table and the filter; false when the memory could not be had. */
 bool roundtrim_sample_table_init(void);
 
-/* Remembers a sampled block; false when the table is full (the sample is then dropped). */
-bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight);
+/* Remembers a sampled block; false when the table is full (the sample is then dropped). wrapper:
+ * the object allocator's wrapper that sampled it (runtime/sites/object_sampler.h), 0 for a
+ * block of malloc's. */
+bool roundtrim_sample_table_insert(const void *p, uint32_t site, uint32_t round, uint64_t weight,
+                                   uint32_t wrapper);
 
 /* Remembers a block roundtrim itself allocated while taking a sample (libunwind's thread data)
  * and that may outlive it: its free is then roundtrim's too, not the program's. Never scanned.
@@ -52,6 +55,7 @@ enum roundtrim_sample_found roundtrim_sample_table_remove(const void *p, uint32_
 struct roundtrim_sample_view {
     uint32_t site, round, freed_in;
     uint64_t weight;
+    uint32_t wrapper; /* as inserted */
 };
 
 /* Calls fn for every sample live or kept as freed, a consistent copy each, and forgets the kept

@@ -155,6 +155,9 @@ static int python_frames(struct roundtrim_site_py *out)
 
 static void take_sample(void *p, size_t bytes);
 
+/* The object allocator's wrapper whose sample this thread takes, 0 for malloc's. */
+static __thread uint32_t sampling_wrapper;
+
 void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counters *c)
 {
     if (sampling_now) {
@@ -186,7 +189,7 @@ void roundtrim_sample_due(void *p, size_t bytes, struct roundtrim_thread_counter
 __thread bool roundtrim_in_object_allocator;
 __thread struct roundtrim_object_countdown roundtrim_object_countdown;
 
-void roundtrim_sample_object_due(void *p, size_t bytes)
+void roundtrim_sample_object_due(void *p, size_t bytes, uint32_t wrapper)
 {
     struct roundtrim_object_countdown *o = &roundtrim_object_countdown;
     if (!__atomic_load_n(&roundtrim_sampling_on, __ATOMIC_ACQUIRE)) {
@@ -201,7 +204,9 @@ void roundtrim_sample_object_due(void *p, size_t bytes)
         o->at = UINT64_MAX;
         return;
     }
+    sampling_wrapper = wrapper;
     take_sample(p, bytes);
+    sampling_wrapper = 0;
 }
 
 /* The stack of the block p of `bytes` bytes, interned, and the block remembered. */
@@ -217,7 +222,8 @@ static void record_sample(void *p, size_t bytes)
         uint64_t w = roundtrim_sample_weight(bytes, mean);
         if (start < 0)
             __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
-        else if (roundtrim_sample_table_insert(p, roundtrim_site_ref(start), 1, w))
+        else if (roundtrim_sample_table_insert(p, roundtrim_site_ref(start), 1, w,
+                                               sampling_wrapper))
             roundtrim_site_add_alloc(start, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);
@@ -240,7 +246,8 @@ static void record_sample(void *p, size_t bytes)
         __atomic_add_fetch(&sites_dropped, 1, __ATOMIC_RELAXED);
     } else {
         uint64_t w = roundtrim_sample_weight(bytes, mean);
-        if (roundtrim_sample_table_insert(p, roundtrim_site_ref(site), round_in_progress(), w))
+        if (roundtrim_sample_table_insert(p, roundtrim_site_ref(site), round_in_progress(), w,
+                                          sampling_wrapper))
             roundtrim_site_add_alloc(site, w);
         else
             __atomic_add_fetch(&dropped, 1, __ATOMIC_RELAXED);

@@ -60,15 +60,16 @@ extern __thread struct roundtrim_object_countdown roundtrim_object_countdown
     __attribute__((visibility("hidden")));
 
 /* The slow part: the object countdown was crossed by the block p of `bytes` bytes. */
-void roundtrim_sample_object_due(void *p, size_t bytes);
+void roundtrim_sample_object_due(void *p, size_t bytes, uint32_t wrapper);
 
-/* After the object allocator handed out p (sampling on). */
-static inline void roundtrim_sample_object(void *p, size_t bytes)
+/* After the object allocator's wrapper number `wrapper` (1, 2, ...) handed out p (sampling
+ * on). */
+static inline void roundtrim_sample_object(void *p, size_t bytes, uint32_t wrapper)
 {
     struct roundtrim_object_countdown *o = &roundtrim_object_countdown;
     o->bytes += bytes;
     if (__builtin_expect(o->bytes >= o->at, 0))
-        roundtrim_sample_object_due(p, bytes);
+        roundtrim_sample_object_due(p, bytes, wrapper);
 }
 
 /* A block whose filter byte is set is being freed: forgets it if it was sampled; when it is one

@@ -363,6 +363,20 @@ def rounds_text(first, last):
     return f"round {first}" if first == last else f"rounds {first}-{last}"
 
 
+def objects_lines(kept, last):
+    """What the report says of small Python objects' sampling, when it changed or stopped."""
+    if last.get("python_objects_skipped") == "allocator_replaced":
+        return ["  small Python objects not counted: tools kept putting allocators of their own "
+                "past roundtrim's (allocator_replaced)"]
+    since = [number(r.get("python_objects_since")) for r in kept.records()]
+    since = [s for s in since if s]
+    if len(set(since)) > 1:
+        return [f"  small Python objects counted from round {since[-1]}: a tool's allocator "
+                "went past roundtrim's, which was put back on top; the objects sampled before "
+                "are left out"]
+    return []
+
+
 def header_lines(kept, last):
     """kept: the process's Kept records; last: its last record."""
     count = len(kept.rounds)
@@ -383,6 +397,7 @@ def header_lines(kept, last):
     skipped = last.get("python_frames_skipped")
     if isinstance(skipped, str) and skipped != "not_python":
         lines.append(f"  Python frames not read: {skipped}")
+    lines += objects_lines(kept, last)
     if last.get("native_frames_skipped") == "libunwind_missing":
         lines.append("  native frames not taken: libunwind is missing (install libunwind8); "
                      "the stacks hold Python frames only")

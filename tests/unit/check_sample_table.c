@@ -68,7 +68,7 @@ static bool removed(uintptr_t p)
 
 START_TEST(insert_before_init_is_dropped)
 {
-    ck_assert(!roundtrim_sample_table_insert((void *)0x10000, 1, 1, 1));
+    ck_assert(!roundtrim_sample_table_insert((void *)0x10000, 1, 1, 1, 0));
 }
 END_TEST
 
@@ -76,7 +76,7 @@ START_TEST(insert_then_remove_gives_back_site_and_weight)
 {
     setup();
     uintptr_t p = 0x7f0000001230;
-    ck_assert(roundtrim_sample_table_insert((void *)p, 42, 1, 524288));
+    ck_assert(roundtrim_sample_table_insert((void *)p, 42, 1, 524288, 0));
     ck_assert(roundtrim_sample_maybe((void *)p));
     remove_is(p, 1, 0, 42, 524288);
     ck_assert(!roundtrim_sample_maybe((void *)p));
@@ -87,7 +87,7 @@ END_TEST
 START_TEST(unknown_address_is_not_removed)
 {
     setup();
-    ck_assert(roundtrim_sample_table_insert((void *)0x5000, 1, 1, 10));
+    ck_assert(roundtrim_sample_table_insert((void *)0x5000, 1, 1, 10, 0));
     ck_assert(!removed(0x6000));
     ck_assert(!removed(0x5010));
     remove_is(0x5000, 1, 0, 1, 10);
@@ -98,8 +98,8 @@ START_TEST(scan_sees_live_samples)
 {
     setup();
     for (uint32_t i = 1; i <= 100; i++)
-        ck_assert(
-            roundtrim_sample_table_insert((void *)(uintptr_t)(0x100000 + i * 64), i, 7, 1000 + i));
+        ck_assert(roundtrim_sample_table_insert((void *)(uintptr_t)(0x100000 + i * 64), i, 7,
+                                                1000 + i, i % 3));
     struct seen s;
     ck_assert_uint_eq(scan(&s, 0), 100);
     ck_assert_uint_eq(s.n, 100);
@@ -108,6 +108,7 @@ START_TEST(scan_sees_live_samples)
         ck_assert_uint_eq(s.v[i].weight, 1000 + s.v[i].site);
         ck_assert_uint_eq(s.v[i].round, 7);
         ck_assert_uint_eq(s.v[i].freed_in, 0);
+        ck_assert_uint_eq(s.v[i].wrapper, s.v[i].site % 3); /* the object wrapper that took it */
         sites += s.v[i].site;
     }
     ck_assert_uint_eq(sites, 100 * 101 / 2);
@@ -123,7 +124,8 @@ static void fill_window(uintptr_t from, uintptr_t p[PROBE + 1])
 {
     sample_homes_same(from, p, PROBE + 1);
     for (int i = 0; i < PROBE; i++)
-        ck_assert(roundtrim_sample_table_insert((void *)p[i], (uint32_t)i, 1, 100 + (uint64_t)i));
+        ck_assert(
+            roundtrim_sample_table_insert((void *)p[i], (uint32_t)i, 1, 100 + (uint64_t)i, 0));
 }
 
 /* PROBE samples of one home fill its window: the next one is dropped, and every one of them is
@@ -133,7 +135,7 @@ START_TEST(full_probe_window_drops_the_next_sample)
     setup();
     uintptr_t p[PROBE + 1];
     fill_window(0x7f0000000000, p);
-    ck_assert(!roundtrim_sample_table_insert((void *)p[PROBE], 99, 1, 1));
+    ck_assert(!roundtrim_sample_table_insert((void *)p[PROBE], 99, 1, 1, 0));
     ck_assert(!roundtrim_sample_maybe((void *)p[PROBE]));
     for (int i = PROBE - 1; i >= 0; i--)
         remove_is(p[i], 1, 0, (uint32_t)i, 100 + (uint64_t)i);
@@ -150,9 +152,9 @@ START_TEST(removed_slot_is_passed_over_then_reused)
     remove_is(p[10], 1, 0, 10, 110);
     remove_is(p[PROBE - 1], 1, 0, PROBE - 1, 100 + PROBE - 1);
     ck_assert(!removed(p[10]));
-    ck_assert(roundtrim_sample_table_insert((void *)p[PROBE], 77, 1, 777));
-    ck_assert(roundtrim_sample_table_insert((void *)p[10], 10, 1, 110));
-    ck_assert(!roundtrim_sample_table_insert((void *)p[PROBE - 1], 1, 1, 1)); /* full again */
+    ck_assert(roundtrim_sample_table_insert((void *)p[PROBE], 77, 1, 777, 0));
+    ck_assert(roundtrim_sample_table_insert((void *)p[10], 10, 1, 110, 0));
+    ck_assert(!roundtrim_sample_table_insert((void *)p[PROBE - 1], 1, 1, 1, 0)); /* full again */
     remove_is(p[PROBE], 1, 0, 77, 777);
     for (int i = 0; i < PROBE - 1; i++)
         remove_is(p[i], 1, 0, (uint32_t)i, 100 + (uint64_t)i);
@@ -165,7 +167,7 @@ END_TEST
  * sampled: the new sample replaces the old one, which must not stay live for good. */
 static void sampled_again(uintptr_t p)
 {
-    ck_assert(roundtrim_sample_table_insert((void *)p, 2, 3, 200));
+    ck_assert(roundtrim_sample_table_insert((void *)p, 2, 3, 200, 0));
     struct seen s;
     ck_assert_uint_eq(scan(&s, 0), 1);
     ck_assert_uint_eq(s.v[0].site, 2);
@@ -179,7 +181,7 @@ START_TEST(address_sampled_again_replaces_its_sample)
 {
     setup();
     uintptr_t p = 0x7d0000004560;
-    ck_assert(roundtrim_sample_table_insert((void *)p, 1, 1, 100));
+    ck_assert(roundtrim_sample_table_insert((void *)p, 1, 1, 100, 0));
     sampled_again(p);
 }
 END_TEST
@@ -190,8 +192,8 @@ START_TEST(address_sampled_again_behind_a_removed_slot)
     setup();
     uintptr_t p[2];
     sample_homes_same(0x7c0000000000, p, 2);
-    ck_assert(roundtrim_sample_table_insert((void *)p[0], 9, 1, 900));
-    ck_assert(roundtrim_sample_table_insert((void *)p[1], 1, 1, 100));
+    ck_assert(roundtrim_sample_table_insert((void *)p[0], 9, 1, 900, 0));
+    ck_assert(roundtrim_sample_table_insert((void *)p[1], 1, 1, 100, 0));
     remove_is(p[0], 1, 0, 9, 900);
     sampled_again(p[1]);
 }
@@ -203,7 +205,7 @@ START_TEST(freed_sample_kept_until_its_record)
 {
     setup();
     uintptr_t p = 0x7b0000000100;
-    ck_assert(roundtrim_sample_table_insert((void *)p, 5, 1, 500));
+    ck_assert(roundtrim_sample_table_insert((void *)p, 5, 1, 500, 0));
     remove_is(p, 3, 1, 5, 500); /* freed in round 3; round 2's record not written */
     ck_assert(!roundtrim_sample_maybe((void *)p));
     ck_assert(!removed(p)); /* freed once */
@@ -226,9 +228,9 @@ END_TEST
 START_TEST(freed_sample_not_kept_when_no_record_needs_it)
 {
     setup();
-    ck_assert(roundtrim_sample_table_insert((void *)0x9000, 1, 3, 10));
+    ck_assert(roundtrim_sample_table_insert((void *)0x9000, 1, 3, 10, 0));
     remove_is(0x9000, 3, 0, 1, 10); /* allocated in the round it is freed in */
-    ck_assert(roundtrim_sample_table_insert((void *)0x9100, 1, 1, 10));
+    ck_assert(roundtrim_sample_table_insert((void *)0x9100, 1, 1, 10, 0));
     remove_is(0x9100, 3, 2, 1, 10); /* round 2's record already written */
     struct seen s;
     scan(&s, 0);
@@ -243,7 +245,8 @@ START_TEST(filter_is_never_clear_under_a_live_sample)
     setup();
     const int n = 300;          /* more than a byte counts */
     for (int i = 0; i < n; i++) /* every address in one filter slot */
-        ck_assert(roundtrim_sample_table_insert((void *)(0x10000 + ((uintptr_t)i << 24)), 1, 1, 1));
+        ck_assert(
+            roundtrim_sample_table_insert((void *)(0x10000 + ((uintptr_t)i << 24)), 1, 1, 1, 0));
     for (int i = 0; i < n - 1; i++)
         ck_assert(removed(0x10000 + ((uintptr_t)i << 24)));
     ck_assert(roundtrim_sample_maybe((void *)(0x10000 + ((uintptr_t)(n - 1) << 24))));
@@ -253,8 +256,8 @@ END_TEST
 START_TEST(fork_child_keeps_live_samples_of_no_round)
 {
     setup();
-    ck_assert(roundtrim_sample_table_insert((void *)0xa000, 1, 4, 10));
-    ck_assert(roundtrim_sample_table_insert((void *)0xb000, 2, 4, 20));
+    ck_assert(roundtrim_sample_table_insert((void *)0xa000, 1, 4, 10, 0));
+    ck_assert(roundtrim_sample_table_insert((void *)0xb000, 2, 4, 20, 0));
     remove_is(0xb000, 6, 0, 2, 20); /* kept */
     roundtrim_sample_table_fork_child();
     struct seen s;
@@ -282,7 +285,7 @@ static void own_removed_is(uintptr_t p, uint32_t round, uint32_t reported, uint6
 START_TEST(own_block_is_found_at_its_free_and_never_scanned)
 {
     setup();
-    ck_assert(roundtrim_sample_table_insert((void *)0xc000, 3, 1, 30));
+    ck_assert(roundtrim_sample_table_insert((void *)0xc000, 3, 1, 30, 0));
     ck_assert(roundtrim_sample_table_insert_own((void *)0xd000, 24));
     ck_assert(roundtrim_sample_table_insert_own((void *)0xe000, 40));
     ck_assert(roundtrim_sample_maybe((void *)0xd000));
@@ -308,13 +311,13 @@ END_TEST
 static void free_and_sample_again(void)
 {
     remove_is(REUSED, 1, 0, 1, 100);
-    ck_assert(roundtrim_sample_table_insert((void *)REUSED, 2, 1, 200));
+    ck_assert(roundtrim_sample_table_insert((void *)REUSED, 2, 1, 200, 0));
 }
 
 START_TEST(block_reused_while_scanned_is_not_torn)
 {
     setup();
-    ck_assert(roundtrim_sample_table_insert((void *)REUSED, 1, 1, 100));
+    ck_assert(roundtrim_sample_table_insert((void *)REUSED, 1, 1, 100, 0));
     at_window("reading", free_and_sample_again);
     struct seen s;
     scan(&s, 0);

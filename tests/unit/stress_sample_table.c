@@ -51,7 +51,7 @@ static void produce(int id, void *arg)
         }
         /* Not live, or sampled again where its free was not seen (1 in 8). */
         uint64_t w = weight_of(id, 1, step);
-        if (roundtrim_sample_table_insert(p, (uint32_t)id + 1, 1, w)) {
+        if (roundtrim_sample_table_insert(p, (uint32_t)id + 1, 1, w, 0)) {
             ck_assert(roundtrim_sample_maybe(p));
             me->live[b] = true;
             me->weight[b] = w;
