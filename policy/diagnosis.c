@@ -732,6 +732,32 @@ static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_
         (unsigned long long)d->decide_round);
 }
 
+/* When the growth reaches the limit, from the latest round's headroom (the record's forecast
+ * object: the report and the metrics say it in their words). */
+static void forecast(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
+                     const struct roundtrim_diag_sample *latest)
+{
+    double device = 0;
+    if (d->slope_known[RT_PART_DEVICE_LIVE])
+        device += d->slope[RT_PART_DEVICE_LIVE];
+    if (d->slope_known[RT_PART_DEVICE_CACHED])
+        device += d->slope[RT_PART_DEVICE_CACHED];
+    double floor = d->growth_noise_per_round > ROUNDTRIM_DIAG_LEAK_MIN ? d->growth_noise_per_round
+                                                                       : ROUNDTRIM_DIAG_LEAK_MIN;
+    struct roundtrim_forecast_in in = {
+        .growing = d->cause == RT_CAUSE_LEAK || d->cause == RT_CAUSE_FRAGMENTATION ||
+                   d->cause == RT_CAUSE_OUTSIDE_HEAP,
+        .host_growth = d->growth_per_round - device,
+        .device_growth = device,
+        .min_growth = floor,
+        .round = d->last_round,
+        .headroom_of = latest->headroom_of,
+        .headroom = latest->headroom,
+        .job_rounds = ctx->job_rounds,
+    };
+    roundtrim_forecast(&in, &d->forecast);
+}
+
 void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
 {
@@ -898,6 +924,29 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
         say_held_back(d);
     if (d->findings & RT_FIND_IDLE_CACHE && d->cause != RT_CAUSE_CUDA_CACHE)
         advise_idle_cache(d, ctx, cached_mean);
+    forecast(d, ctx, &win[w - 1]);
+}
+
+static void forecast_json(struct roundtrim_json *j, const struct roundtrim_forecast *f)
+{
+    if (f->skipped) {
+        roundtrim_json_str(j, "forecast_skipped", f->skipped);
+        return;
+    }
+    roundtrim_json_object_begin(j, "forecast");
+    roundtrim_json_u64(j, "rounds_to_limit", f->rounds_to_limit);
+    roundtrim_json_u64(j, "limit_round", f->limit_round);
+    roundtrim_json_u64(j, "headroom_bytes", f->headroom);
+    roundtrim_json_str(j, "headroom_of", roundtrim_headroom_of_name(f->headroom_of));
+    if (f->job_rounds)
+        roundtrim_json_u64(j, "job_rounds", f->job_rounds);
+    else
+        roundtrim_json_str(j, "job_rounds", NULL);
+    if (f->before_job_end >= 0)
+        roundtrim_json_bool(j, "before_job_end", f->before_job_end == 1);
+    else
+        roundtrim_json_str(j, "before_job_end", NULL);
+    roundtrim_json_object_end(j);
 }
 
 void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d)
@@ -959,5 +1008,6 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_u64(j, "gc_collected_per_round", (uint64_t)nearest(d->gc_collected_per_round));
     roundtrim_json_u64(j, "heap_free_percent", (uint64_t)nearest(100 * d->heap_free_share));
     roundtrim_json_bool(j, "collected", d->collected);
+    forecast_json(j, &d->forecast);
     roundtrim_json_str(j, "advice", d->advice);
 }

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/forecast.h"
 #include "policy/mem_parts.h"
 
 struct roundtrim_json;
@@ -41,6 +42,9 @@ struct roundtrim_diag_sample {
     uint64_t trim_released;
     const char *trim_skipped;
     uint64_t device_released; /* torch's cache release and the pools' trim */
+    /* What the process could still grow by at this round (the record's mem_headroom). */
+    enum roundtrim_headroom_of headroom_of;
+    uint64_t headroom;
 };
 
 /* What the advice may refer to: the settings in force and what the start record says. */
@@ -52,6 +56,7 @@ struct roundtrim_diag_context {
     bool python;               /* the process runs Python */
     const char *allocator;     /* "glibc", "jemalloc", or another's name */
     uint64_t window;           /* rounds the verdict's figures cover (ROUNDTRIM_DIAG_ROUNDS) */
+    uint64_t job_rounds;       /* the job's last round (ROUNDTRIM_JOB_ROUNDS); 0 unknown */
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
@@ -118,7 +123,9 @@ struct roundtrim_diagnosis {
     unsigned findings; /* enum roundtrim_finding bits */
     bool collected;    /* a full collection (roundtrim's or the interpreter's) ran in the window:
                           without one, growing live Python memory may be garbage not yet collected */
-    char advice[1024];
+    /* When the growth reaches the memory limit, at the latest round's headroom. */
+    struct roundtrim_forecast forecast;
+    char advice[1536];
 };
 
 /* Diagnoses samples[0..n) (oldest first; rounds whose memory was not measured left out by the
@@ -128,7 +135,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *samples, size_t n,
 
 /* Appends the diagnosis's fields to a JSON object being written ("cause", "mixed", "shares",
  * "growth_bytes_per_round", "slopes", "recovered_bytes_per_round", "held", "findings",
- * "persisted_windows", "advice", ...). */
+ * "persisted_windows", "forecast" or "forecast_skipped", "advice", ...). */
 void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d);
 
 #endif

@@ -44,6 +44,20 @@ bool roundtrim_parse_kb_field(const char *text, const char *name, uint64_t *byte
     return false;
 }
 
+bool roundtrim_parse_stat_field(const char *text, const char *name, uint64_t *value)
+{
+    size_t n = strlen(name);
+    for (const char *line = text; line && *line;) {
+        const char *end;
+        if (strncmp(line, name, n) == 0 && line[n] == ' ')
+            return leading_number(line + n + 1, value, &end);
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return false;
+}
+
 bool roundtrim_parse_statm_resident(const char *text, uint64_t page_size, uint64_t *bytes)
 {
     uint64_t size, resident;

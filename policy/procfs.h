@@ -16,6 +16,9 @@ bool roundtrim_parse_statm_resident(const char *text, uint64_t page_size, uint64
  * there is no limit ("max", or v1's near-2^63 "unlimited"). */
 bool roundtrim_parse_cgroup_limit(const char *text, uint64_t *limit);
 
+/* "name 1234" lines, as in a cgroup's memory.stat: the value (bytes there). */
+bool roundtrim_parse_stat_field(const char *text, const char *name, uint64_t *value);
+
 /* A cgroup usage file: a single number of bytes. */
 bool roundtrim_parse_cgroup_usage(const char *text, uint64_t *usage);
 

@@ -46,6 +46,27 @@ static void labelled_value(struct out *o, const char *name, const char *label, c
     roundtrim_text_printf(&o->text, "%s{%s,%s=\"%s\"} %s\n", name, o->labels, label, value, number);
 }
 
+/* When the growth the last diagnosis found reaches the memory limit: only where it made a
+ * forecast (a series that is absent says none is due). */
+static void forecast_metrics(struct out *o, const struct roundtrim_forecast *f)
+{
+    if (f->skipped)
+        return;
+    metric(o, "roundtrim_memory_limit_rounds_left", "gauge",
+           "Rounds until the growth the last diagnosis found uses up the memory left under the "
+           "cgroup's limit or the machine's available memory.",
+           f->rounds_to_limit);
+    metric(o, "roundtrim_memory_limit_round", "gauge",
+           "The round in which that growth reaches the memory limit.", f->limit_round);
+    if (f->before_job_end < 0)
+        return;
+    metric(o, "roundtrim_job_rounds", "gauge", "The job's rounds (ROUNDTRIM_JOB_ROUNDS).",
+           f->job_rounds);
+    metric(o, "roundtrim_memory_limit_before_job_end", "gauge",
+           "1 when the growth reaches the memory limit before the job's last round, else 0.",
+           (uint64_t)f->before_job_end);
+}
+
 /* Where the memory is, and how each part grew per round over the last diagnosis. */
 static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
 {
@@ -96,6 +117,7 @@ static void memory_metrics(struct out *o, const struct roundtrim_prom_input *in)
     metric(o, "roundtrim_recovered_bytes_per_round", "gauge",
            "Memory roundtrim's cleanup gave back per round over the last diagnosis window.",
            (uint64_t)(d->recovered_per_round + 0.5));
+    forecast_metrics(o, &d->forecast);
 }
 
 /* Label values cut to cap (at a whole character or escape): Prometheus drops the whole file for

@@ -8,6 +8,7 @@
 
 #include "policy/cleanup_actions.h"
 #include "policy/cuda_round.h"
+#include "policy/forecast.h"
 #include "policy/json_writer.h"
 #include "policy/mem_parts.h"
 #include "policy/traffic.h"
@@ -33,6 +34,9 @@ struct roundtrim_round_record {
      * For the metrics file; not in the round's JSON (cgroup_limit is). */
     uint64_t mem_limit;
     bool mem_limit_from_cgroup;
+    /* What the process can still grow by before a limit stops it (policy/forecast.h). */
+    uint64_t mem_headroom;
+    enum roundtrim_headroom_of mem_headroom_of;
     unsigned actions; /* enum roundtrim_action bits, in the order they ran */
     uint64_t cleanup_us, trim_us;
     uint64_t round_us;       /* wall time since the previous boundary (the first: since start) */

@@ -96,6 +96,19 @@ static bool read_number_file(const char *dir, const char *name, bool limit, uint
     return limit ? roundtrim_parse_cgroup_limit(buf, v) : roundtrim_parse_cgroup_usage(buf, v);
 }
 
+/* The cgroup's inactive page cache (v2 inactive_file, v1 total_inactive_file): 0 when unread,
+ * which only makes the headroom smaller. */
+static uint64_t inactive_file(const char *dir)
+{
+    char path[1200], buf[8192];
+    uint64_t v = 0;
+    if (snprintf(path, sizeof path, "%s/memory.stat", dir) < (int)sizeof path &&
+        roundtrim_read_file(path, buf, sizeof buf) &&
+        !roundtrim_parse_stat_field(buf, "inactive_file", &v))
+        roundtrim_parse_stat_field(buf, "total_inactive_file", &v);
+    return v;
+}
+
 void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit *out)
 {
     char dir[1100], buf[4096];
@@ -104,6 +117,7 @@ void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit
     if (!cgroup_dir && roundtrim_read_file("/proc/self/cgroup", buf, sizeof buf) &&
         roundtrim_cgroup_dir_from_proc(buf, dir, sizeof dir))
         cgroup_dir = dir;
+    struct roundtrim_headroom_in room = {0};
     if (cgroup_dir) {
         uint64_t limit = 0, usage = 0;
         bool have_limit = read_number_file(cgroup_dir, "memory.max", true, &limit) ||
@@ -121,12 +135,21 @@ void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit
             out->cgroup_usage_known = true;
             out->cgroup_usage = usage;
         }
-        if (out->from_cgroup)
-            return;
+        if (out->from_cgroup && have_usage) {
+            room.cgroup_limit = limit;
+            room.cgroup_usage_known = true;
+            room.cgroup_usage = usage;
+            room.cgroup_inactive_file = inactive_file(cgroup_dir);
+        }
     }
     uint64_t total = 0;
-    if (roundtrim_read_file("/proc/meminfo", buf, sizeof buf))
+    if (roundtrim_read_file("/proc/meminfo", buf, sizeof buf)) {
         roundtrim_parse_kb_field(buf, "MemTotal", &total);
+        room.available_known = roundtrim_parse_kb_field(buf, "MemAvailable", &room.available);
+    }
+    out->headroom_of = roundtrim_headroom(&room, &out->headroom);
+    if (out->from_cgroup)
+        return;
     out->used = rss;
     out->limit = total;
 }

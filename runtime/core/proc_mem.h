@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/forecast.h"
+
 #include "policy/procfs.h"
 
 /* Reads a small regular file into buf (NUL-terminated) with plain syscalls, never following a
@@ -31,10 +33,14 @@ struct roundtrim_mem_limit {
     bool from_cgroup;     /* else RSS against MemTotal */
     bool cgroup_usage_known;
     uint64_t cgroup_usage, cgroup_limit;
+    /* What the process can still grow by (policy/forecast.h), and against which limit. */
+    uint64_t headroom;
+    enum roundtrim_headroom_of headroom_of;
 };
 
-/* The limit that applies to this process: the cgroup's when set, else MemTotal. cgroup_dir may
- * be NULL (discover it from /proc/self/cgroup). Cheap: a few small file reads. */
+/* The limit that applies to this process: the cgroup's when set, else MemTotal, and the
+ * headroom left under it and under the machine's available memory. cgroup_dir may be NULL
+ * (discover it from /proc/self/cgroup). Cheap: a few small file reads. */
 void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit *out);
 
 #endif

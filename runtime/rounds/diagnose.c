@@ -48,6 +48,8 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
     s->trim_ran = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
     s->trim_released = r->trim_released_bytes;
     s->device_released = r->torch_released_bytes + r->cupy_released_bytes + r->cuda_pool_trim_bytes;
+    s->headroom_of = r->mem_headroom_of;
+    s->headroom = r->mem_headroom;
 }
 
 static void write_record(void)
@@ -67,11 +69,12 @@ static void write_record(void)
         .window = window_size(),
         .python = roundtrim_python_found(),
         .allocator = roundtrim_allocator_name(),
+        .job_rounds = cfg->job_rounds,
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
     have_latest = true;
     rounds_since = unjudged = 0;
-    static char line[4096];
+    static char line[6144];
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "diagnosis", (int)getpid(),
                                roundtrim_wall_seconds());

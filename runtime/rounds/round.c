@@ -428,6 +428,8 @@ static void measure(struct roundtrim_round_record *r, const struct roundtrim_bou
     roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
     r->mem_limit = lim.limit;
     r->mem_limit_from_cgroup = lim.from_cgroup;
+    r->mem_headroom = lim.headroom;
+    r->mem_headroom_of = lim.headroom_of;
     if (lim.cgroup_usage_known) {
         r->cgroup_known = true;
         r->cgroup_usage = lim.cgroup_usage;

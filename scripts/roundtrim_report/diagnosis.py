@@ -54,8 +54,8 @@ KEYS = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round"
         "persisted_windows", "growing_since", "decide_round", "growth_bytes_per_round",
         "growth_noise_bytes_per_round", "slopes",
         "shares", "recovered_bytes_per_round", "recovered", "held", "findings",
-        "uncounted_bytes_per_round", "gc_collected_per_round", "heap_free_percent", "advice",
-        "computed_by", "round")
+        "uncounted_bytes_per_round", "gc_collected_per_round", "heap_free_percent", "forecast",
+        "forecast_skipped", "advice", "computed_by", "round")
 
 
 class Kept:
@@ -143,6 +143,9 @@ def sample_line(rec):
               int("gc" in cleanup), int(rec.get("gc_skipped") == "program_gc"), num[0], num[1],
               _reason(rec.get("gc_skipped")), int("trim" in cleanup or "purge" in cleanup),
               num[2], _reason(rec.get("trim_skipped")), num[3] + num[4] + num[5]]
+    room, of = rec.get("mem_headroom"), rec.get("mem_headroom_of")
+    known = _whole(room) and of in ("cgroup", "machine")
+    fields += [of if known else "-", room if known else 0]
     return " ".join(str(f) for f in fields)
 
 
@@ -158,6 +161,7 @@ def context_line(proc, kept):
     start = proc.start if isinstance(getattr(proc, "start", None), dict) else {}
     every = _setting(start, "ROUNDTRIM_GC_ROUNDS", "1")
     window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", "10")
+    job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", "0")
     sites = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
     sites_skipped = _reason(start.get("sites_skipped")) if sites else "-"
     python = any(int(line.split()[3]) & 4 for line in kept.samples)
@@ -166,7 +170,7 @@ def context_line(proc, kept):
         "context", every if every.isdigit() else 1,
         int(_setting(start, "ROUNDTRIM_CUDA_EMPTY_CACHE", "false") == "true"),
         int(sites and sites_skipped == "-"), sites_skipped, int(python), allocator,
-        window if window.isdigit() else 10))
+        window if window.isdigit() else 10, job if job.isdigit() else 0))
 
 
 def computed_diagnosis(proc, kept):
@@ -269,6 +273,36 @@ def diagnosis_of(proc, resolver):
     return d
 
 
+FORECAST_SKIPPED = {
+    "device_growth": "the growth is device memory, which host memory's limit does not bound",
+    "headroom_unknown": "no memory limit or available memory was read",
+}
+
+
+def forecast_line(d):
+    """When the growth reaches the memory limit, as the diagnosis's forecast says: the line the
+    report gives first after the verdict, or None where there is nothing to foresee."""
+    f = d.get("forecast")
+    if not isinstance(f, dict):
+        skipped = d.get("forecast_skipped")
+        why = FORECAST_SKIPPED.get(skipped) if isinstance(skipped, str) else None
+        return f"    forecast: none ({why})" if why else None
+    rounds, at, room = f.get("rounds_to_limit"), f.get("limit_round"), f.get("headroom_bytes")
+    if not (_whole(rounds) and _whole(at) and _whole(room)):
+        return None
+    where = "its cgroup's limit" if f.get("headroom_of") == "cgroup" else "the machine's memory"
+    line = (f"    forecast: at this growth it uses up the {room / MIB:.0f} MiB left under {where} "
+            f"in about {rounds} rounds (round {at})")
+    job, before = f.get("job_rounds"), f.get("before_job_end")
+    if not _whole(job):
+        before = None
+    if before is True:
+        return line + f": BEFORE the job's {job} rounds end"
+    if before is False:
+        return line + f", after the job's {job} rounds"
+    return line + " (ROUNDTRIM_JOB_ROUNDS unset: whether the job ends first is not known)"
+
+
 def text_lines(d):
     """The diagnosis in plain words, the first lines of a process's report."""
     cause = d.get("cause")
@@ -284,6 +318,9 @@ def text_lines(d):
         lines = [f"{head}; {_flat_words(growth, d.get('growth_noise_bytes_per_round'), rounds)}"]
     else:
         lines = [f"{head}; memory {_rate(growth)} over {rounds}"]
+    forecast = forecast_line(d)
+    if forecast:
+        lines.append(forecast)
     slopes = d.get("slopes") or {}
     moving = [(k, v) for k, v in slopes.items()
               if isinstance(v, (int, float)) and abs(v) >= 64 * 1024]

@@ -27,6 +27,9 @@ ROUND_FIELDS = (
     ("memory_skipped", "text", "", "memory is null"),
     ("cgroup_usage", "number", "bytes", "the cgroup's figures are readable"),
     ("cgroup_limit", "number", "bytes", "the cgroup has a limit"),
+    ("mem_headroom", "number", "bytes", "a limit was read"),
+    ("mem_headroom_of", "text", "", "mem_headroom is written"),
+    ("mem_headroom_skipped", "text", "", "mem_headroom is not written"),
     ("cleanup", "texts", "", "always"),
     ("cleanup_us", "number", "microseconds", "always"),
     ("cleanup_skipped", "text", "", "a due cleanup did not run at all"),
@@ -111,6 +114,7 @@ SKIP_FIELDS = (
     "counts_skipped",
     "heap_live_skipped",
     "memory_skipped",
+    "mem_headroom_skipped",
     "cleanup_skipped",
     "trim_skipped",
     "gc_skipped",
@@ -142,6 +146,8 @@ SKIP_REASONS = {
     "budget": "cleanups used their share of CPU time (ROUNDTRIM_CLEANUP_BUDGET): it waits "
               "until the rounds have earned it back",
     "pause_limit": "it would hold the heap longer than ROUNDTRIM_TRIM_PAUSE_MS",
+    "limit_unread": "neither the cgroup's memory files nor /proc/meminfo could be read: no "
+                    "headroom is known",
     "heap_maps_unread": "the heap's mappings could not be read (/proc/self/maps): the trim in "
                         "holds waits for the next cleanup round",
     "main_arena_not_found": "glibc's main arena was not found where its layout puts it (read "

@@ -4,10 +4,13 @@
  *
  * Input, one line each, fields separated by spaces:
  *   context CLEANUP_EVERY CUDA_EMPTY_CACHE SITES SITES_SKIPPED PYTHON ALLOCATOR WINDOW
+ *           JOB_ROUNDS
  *   sample ROUND RSS KNOWN_MASK P0 .. P7 HEAP_UNCOUNTED GC_RAN PROGRAM_GC GC_COLLECTED
  *          GC_FREED GC_SKIPPED TRIM_RAN TRIM_RELEASED TRIM_SKIPPED DEVICE_RELEASED
+ *          HEADROOM_OF HEADROOM
  * (P0..P7: the memory parts in policy/round_record.h's order; KNOWN_MASK: bit p set when part p
- * was measured; a reason that is absent is "-"; flags are 0 or 1). Samples oldest first; the
+ * was measured; a reason that is absent is "-"; flags are 0 or 1; JOB_ROUNDS 0 when unknown;
+ * HEADROOM_OF cgroup, machine or "-", the record's mem_headroom_of). Samples oldest first; the
  * latest 64 are used. Output: one JSON object with the diagnosis's fields. Exit status 2 on
  * input it cannot read (the line is named). */
 #include <stdbool.h>
@@ -73,16 +76,32 @@ static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx, c
                           char *allocator)
 {
     uint64_t window;
-    return n == 8 && parse_u64(f[1], &ctx->cleanup_every) &&
+    return n == 9 && parse_u64(f[1], &ctx->cleanup_every) &&
            parse_flag(f[2], &ctx->cuda_empty_cache) && parse_flag(f[3], &ctx->sites) &&
            parse_reason(f[4], sites_skipped, &ctx->sites_skipped) &&
            parse_flag(f[5], &ctx->python) && parse_reason(f[6], allocator, &ctx->allocator) &&
-           parse_u64(f[7], &window) && (ctx->window = window, true);
+           parse_u64(f[7], &window) && (ctx->window = window, true) &&
+           parse_u64(f[8], &ctx->job_rounds);
+}
+
+/* The limit the headroom is under ("cgroup", "machine", "-" unknown), and its bytes. */
+static bool parse_headroom(const char *of, const char *bytes, struct roundtrim_diag_sample *s)
+{
+    s->headroom_of = RT_HEADROOM_UNKNOWN;
+    s->headroom = 0;
+    if (strcmp(of, "-") == 0)
+        return true;
+    for (int k = RT_HEADROOM_CGROUP; k <= RT_HEADROOM_MACHINE; k++)
+        if (strcmp(of, roundtrim_headroom_of_name((enum roundtrim_headroom_of)k)) == 0) {
+            s->headroom_of = (enum roundtrim_headroom_of)k;
+            return parse_u64(bytes, &s->headroom);
+        }
+    return false;
 }
 
 static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struct reasons *r)
 {
-    enum { FIELDS = 4 + RT_PART_COUNT + 10 };
+    enum { FIELDS = 4 + RT_PART_COUNT + 12 };
     uint64_t mask;
     if (n != FIELDS || !parse_u64(f[1], &s->round) || !parse_u64(f[2], &s->rss) ||
         !parse_u64(f[3], &mask))
@@ -99,7 +118,7 @@ static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struc
            parse_u64(g[2], &s->gc_collected) && parse_u64(g[3], &s->gc_freed) &&
            parse_reason(g[4], r->gc, &s->gc_skipped) && parse_flag(g[5], &s->trim_ran) &&
            parse_u64(g[6], &s->trim_released) && parse_reason(g[7], r->trim, &s->trim_skipped) &&
-           parse_u64(g[8], &s->device_released);
+           parse_u64(g[8], &s->device_released) && parse_headroom(g[9], g[10], s);
 }
 
 int main(int argc, char **argv)

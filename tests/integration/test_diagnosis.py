@@ -3,6 +3,7 @@ preloaded library, and must get that cause in its own diagnosis records, in `rou
 and in `roundtrim report --json`, with numbers that match what the program did."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -303,6 +304,77 @@ def test_metrics_carry_the_cause_and_the_growth_per_part(run_shim, tmp_path):
     assert growth and abs(float(growth[0].split()[-1]) - 8 * MiB) < 256 * 1024, growth
 
 
+# ---- when it will hurt ------------------------------------------------------------------------
+
+
+def fake_cgroup(tmp_path, limit=1 << 30, charge=900 * MiB, inactive=36 * MiB):
+    """The memory files of a cgroup of the test's own (ROUNDTRIM_CGROUP_DIR): 160 MiB left."""
+    cg = tmp_path / "cgroup"
+    cg.mkdir(exist_ok=True)
+    (cg / "memory.max").write_text(f"{limit}\n")
+    (cg / "memory.current").write_text(f"{charge}\n")
+    (cg / "memory.stat").write_text(f"anon {charge - inactive}\ninactive_file {inactive}\n")
+    return cg
+
+
+@pytest.mark.parametrize("job_rounds,before", [(100, True), (30, False)])
+def test_a_leak_says_in_how_many_rounds_it_reaches_the_cgroup_limit(run_shim, tmp_path,
+                                                                  job_rounds, before):
+    prom = tmp_path / "rt.prom"
+    res = native(run_shim, "leak", ROUNDTRIM_CGROUP_DIR=str(fake_cgroup(tmp_path)),
+                 ROUNDTRIM_JOB_ROUNDS=str(job_rounds), ROUNDTRIM_PROM_FILE=str(prom))
+    # every round says what it could still grow by, and against which limit
+    assert all(r["mem_headroom_of"] == "cgroup" and r["mem_headroom"] == 160 * MiB
+               for r in res.rounds), res.rounds[-1]
+    d = last_diagnosis(res)
+    assert d["cause"] == "leak", d
+    f = d["forecast"]
+    left = math.ceil(160 * MiB / d["growth_bytes_per_round"])
+    assert abs(f["rounds_to_limit"] - left) <= 1 and 25 <= left <= 29, (f, d)
+    assert f["limit_round"] == d["last_round"] + f["rounds_to_limit"]
+    assert (f["headroom_bytes"], f["headroom_of"]) == (160 * MiB, "cgroup")
+    assert (f["job_rounds"], f["before_job_end"]) == (job_rounds, before)
+    text = prom.read_text()
+    assert f"roundtrim_memory_limit_rounds_left{{" in text
+    flag = [l for l in text.splitlines() if l.startswith("roundtrim_memory_limit_before_job_end{")]
+    assert len(flag) == 1 and flag[0].endswith(" 1" if before else " 0"), flag
+    out = report(res.log_path)
+    assert out.returncode == 0, out.stderr
+    line = out.stdout.splitlines()[2]
+    assert line.startswith(f"    forecast: at this growth it uses up the 160 MiB left under its "
+                           f"cgroup's limit in about {f['rounds_to_limit']} rounds "
+                           f"(round {f['limit_round']})"), line
+    assert line.endswith(f": BEFORE the job's {job_rounds} rounds end" if before
+                         else f", after the job's {job_rounds} rounds"), line
+
+
+def test_no_forecast_without_growth_and_none_in_the_metrics(run_shim, tmp_path):
+    prom = tmp_path / "rt.prom"
+    res = native(run_shim, "flat", ROUNDTRIM_CGROUP_DIR=str(fake_cgroup(tmp_path)),
+                 ROUNDTRIM_JOB_ROUNDS="100", ROUNDTRIM_PROM_FILE=str(prom))
+    d = last_diagnosis(res)
+    assert d["cause"] == "none" and d["forecast_skipped"] == "no_growth", d
+    assert "forecast" not in d
+    assert "roundtrim_memory_limit" not in prom.read_text().replace(
+        "roundtrim_memory_limit_bytes", "")
+    assert "forecast" not in report(res.log_path).stdout
+
+
+def test_the_report_computes_the_same_forecast_from_the_round_records(run_shim, tmp_path):
+    """A process that wrote no diagnosis (ended by a signal): the report's verdict, from the
+    round records with the library's code, foresees the same round."""
+    res = native(run_shim, "leak", ROUNDTRIM_CGROUP_DIR=str(fake_cgroup(tmp_path)),
+                 ROUNDTRIM_JOB_ROUNDS="100")
+    own = last_diagnosis(res)["forecast"]
+    stripped = tmp_path / "no-diagnosis.jsonl"
+    stripped.write_text("".join(l for l in res.log_path.read_text().splitlines(keepends=True)
+                                if '"event":"diagnosis"' not in l and '"event":"exit"' not in l))
+    (proc,) = report_json(stripped)
+    d = proc["diagnosis"]
+    assert d["computed_by"] == "report", d
+    assert d["forecast"] == own, (d["forecast"], own)
+
+
 # ---- the report -------------------------------------------------------------------------------
 
 
@@ -312,9 +384,12 @@ def test_the_report_starts_with_the_diagnosis_in_words(run_shim):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("process ")
-    assert lines[1].startswith("  diagnosis: a leak: live memory grows; memory +6.0"), lines[:4]
-    assert re.search(r"by part: heap live \+6\.0\d MiB/round", lines[2]), lines[:4]
-    assert "No cleanup can free it" in lines[3], lines[:4]
+    assert lines[1].startswith("  diagnosis: a leak: live memory grows; memory +6.0"), lines[:5]
+    # when it will hurt, first: here against the machine's memory, the job's rounds unknown
+    assert lines[2].startswith("    forecast: at this growth it uses up the "), lines[:5]
+    assert "left under the machine's memory" in lines[2] and "ROUNDTRIM_JOB_ROUNDS unset" in lines[2]
+    assert re.search(r"by part: heap live \+6\.0\d MiB/round", lines[3]), lines[:5]
+    assert "No cleanup can free it" in lines[4], lines[:5]
 
 
 def test_report_json_gives_the_diagnosis_object(run_shim):

@@ -1,8 +1,9 @@
 """The rules on the real engine: Debian's prometheus-node-exporter reads the textfiles that two
 programs under roundtrim write, Debian's prometheus scrapes it every second with
 deploy/prometheus/roundtrim.rules.yml loaded, and its HTTP API must show the leak alert firing for
-the leaking program only, with the labels an operator filters by. Loopback only; every process
-the test starts is ended before it returns."""
+the leaking program only, with the labels an operator filters by, and the alert that its memory
+limit comes before its job ends (a cgroup simulated by files of the test's own). Loopback only;
+every process the test starts is ended before it returns."""
 
 import json
 import os
@@ -102,9 +103,9 @@ def test_leak_alert_fires_in_prometheus_for_the_leaking_process_only(tmp_path):
         assert body["status"] == "success", body
         return body["data"]["result"]
 
-    def leak_alerts():
+    def leak_alerts(name="RoundtrimLeak"):
         return [a for a in get_json(f"{api}/alerts")["data"]["alerts"]
-                if a["labels"]["alertname"] == "RoundtrimLeak"]
+                if a["labels"]["alertname"] == name]
 
     procs = {}
     logs = {}
@@ -129,8 +130,16 @@ def test_leak_alert_fires_in_prometheus_for_the_leaking_process_only(tmp_path):
         rules = get_json(f"{api}/rules")["data"]["groups"]
         assert {g["name"] for g in rules} == {"roundtrim.records", "roundtrim.alerts"}
 
+        # A cgroup of 1 GiB charged 900 MiB, 36 MiB of it inactive page cache: 160 MiB left,
+        # some 27 rounds of the leak's 6 MiB; the job's 1,000 rounds end long after.
+        cgroup = tmp_path / "cgroup"
+        cgroup.mkdir()
+        (cgroup / "memory.max").write_text(f"{1 << 30}\n")
+        (cgroup / "memory.current").write_text(f"{900 << 20}\n")
+        (cgroup / "memory.stat").write_text(f"anon 1\ninactive_file {36 << 20}\nactive_file 0\n")
         env = shim_env({"ROUNDTRIM_PROM_FILE": str(textfiles / "rt-%p.prom"),
                         "ROUNDTRIM_DIAG_ROUNDS": "3", "ROUNDTRIM_GC_ROUNDS": "0",
+                        "ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_JOB_ROUNDS": "1000",
                         "ROUNDTRIM_LOG": str(tmp_path / "rt-%p.jsonl")})
         programs_started = time.monotonic()
         leaking = start("leak", [prog("diag_native"), "leak", ROUNDS, PAUSE_MS], env)
@@ -167,6 +176,17 @@ def test_leak_alert_fires_in_prometheus_for_the_leaking_process_only(tmp_path):
         assert {s["metric"]["pid"] for s in query("roundtrim_rounds_total")} == {
             str(leaking.pid), str(healthy.pid)}
         assert query("node_textfile_scrape_error")[0]["value"][1] == "0"
+        # The limit before the job's end: for the leaking program only, in some 27 rounds.
+        oom = wait_until(
+            lambda: [a for a in leak_alerts("RoundtrimOOMBeforeJobEnd") if a["state"] == "firing"],
+            programs_started + FIRE_WITHIN_S, "RoundtrimOOMBeforeJobEnd firing", procs)
+        assert [a["labels"]["pid"] for a in oom] == [str(leaking.pid)]
+        assert oom[0]["labels"]["severity"] == "critical"
+        left = float(oom[0]["value"])
+        assert 20 <= left <= 34, oom[0]
+        assert f"in about {int(left)} rounds" in oom[0]["annotations"]["description"], oom[0]
+        assert {s["metric"]["pid"] for s in query("roundtrim_memory_limit_rounds_left")} == {
+            str(leaking.pid)}
         assert leaking.poll() is None and healthy.poll() is None, "the programs ended early"
         print(f"RoundtrimLeak fired {fired_after:.1f} s after the programs started; "
               f"test wall time so far {time.monotonic() - started:.1f} s")

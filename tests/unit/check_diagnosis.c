@@ -212,6 +212,73 @@ START_TEST(tensors_kept_on_the_device_are_a_leak_named_by_pytorch)
 }
 END_TEST
 
+static const char *json_of(const struct roundtrim_diagnosis *d);
+
+/* The headroom every round of s reports, shrinking by what RSS grew. */
+static void with_headroom(struct roundtrim_diag_sample *s, size_t n, enum roundtrim_headroom_of of,
+                          double start)
+{
+    for (size_t i = 0; i < n; i++) {
+        s[i].headroom_of = of;
+        s[i].headroom = (uint64_t)(start - (double)(s[i].rss - s[0].rss));
+    }
+}
+
+START_TEST(a_leak_foresees_the_round_its_headroom_runs_out_and_the_job_end)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 4 * MIB;
+    size_t n = make(s, 10, &sh, true, false);
+    with_headroom(s, n, RT_HEADROOM_CGROUP, 400 * MIB); /* 364 MiB left at round 10 */
+    struct roundtrim_diag_context ctx = every_round;
+    ctx.job_rounds = 100;
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, n, &ctx, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_null(d.forecast.skipped);
+    ck_assert_uint_eq(d.forecast.rounds_to_limit, 91);
+    ck_assert_uint_eq(d.forecast.limit_round, 101);
+    ck_assert_int_eq(d.forecast.before_job_end, 0); /* the job's 100 rounds end first */
+    ck_assert_uint_eq(d.forecast.headroom, 364 * (uint64_t)MIB);
+    ctx.job_rounds = 101;
+    roundtrim_diagnose(s, n, &ctx, &d);
+    ck_assert_int_eq(d.forecast.before_job_end, 1);
+    const char *json = json_of(&d);
+    ck_assert_ptr_nonnull(strstr(json, "\"forecast\":{\"rounds_to_limit\":91,\"limit_round\":101,"
+                                       "\"headroom_bytes\":381681664,\"headroom_of\":\"cgroup\","
+                                       "\"job_rounds\":101,\"before_job_end\":true}"));
+}
+END_TEST
+
+START_TEST(no_forecast_for_flat_memory_or_a_leak_of_device_memory)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    size_t n = make(s, 10, &sh, true, false);
+    with_headroom(s, n, RT_HEADROOM_MACHINE, 400 * MIB);
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, n, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
+    ck_assert_str_eq(d.forecast.skipped, "no_growth");
+    ck_assert_ptr_nonnull(strstr(json_of(&d), "\"forecast_skipped\":\"no_growth\""));
+    sh.base[RT_PART_DEVICE_LIVE] = 500 * MIB;
+    sh.grow[RT_PART_DEVICE_LIVE] = 64 * MIB;
+    sh.gc_collected = 10;
+    n = make(s, 10, &sh, true, true);
+    with_headroom(s, n, RT_HEADROOM_MACHINE, 400 * MIB);
+    roundtrim_diagnose(s, n, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_str_eq(d.forecast.skipped, "device_growth");
+    /* a host leak where no limit was read */
+    sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 4 * MIB;
+    n = make(s, 10, &sh, true, false);
+    roundtrim_diagnose(s, n, &every_round, &d);
+    ck_assert_str_eq(d.forecast.skipped, "headroom_unknown");
+}
+END_TEST
+
 START_TEST(anonymous_growth_beside_a_flat_heap_is_outside_the_heap)
 {
     struct roundtrim_diag_sample s[10];
@@ -725,6 +792,8 @@ int main(void)
     Suite *s = suite_create("diagnosis");
     TCase *tc = tcase_create("diagnosis");
     tcase_add_test(tc, steady_live_growth_is_a_leak_that_cleanup_cannot_fix);
+    tcase_add_test(tc, a_leak_foresees_the_round_its_headroom_runs_out_and_the_job_end);
+    tcase_add_test(tc, no_forecast_for_flat_memory_or_a_leak_of_device_memory);
     tcase_add_test(tc, small_python_objects_growing_are_a_leak_not_outside_the_heap);
     tcase_add_test(tc,
                    free_heap_kept_with_cleanup_off_is_a_finding_and_fragmentation_once_it_grows);

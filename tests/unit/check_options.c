@@ -96,7 +96,7 @@ START_TEST(default_text_says_roles_notes_and_unset)
     roundtrim_option_default_text(&roundtrim_options[RT_OPT_INTERVAL_S], text, sizeof text);
     ck_assert_str_eq(text, "0 (off)");
     roundtrim_option_default_text(&roundtrim_options[RT_OPT_PROM_FILE], text, sizeof text);
-    ck_assert_str_eq(text, "(unset)");
+    ck_assert_str_eq(text, "(unset: no metrics file is written)");
     roundtrim_option_default_text(&roundtrim_options[RT_OPT_PRESSURE_WARN], text, sizeof text);
     ck_assert_str_eq(text, "85");
 }

@@ -126,6 +126,22 @@ START_TEST(status_memory_split)
 }
 END_TEST
 
+START_TEST(memory_stat_fields)
+{
+    const char *v2 = "anon 123\nfile 4096\ninactive_anon 7\ninactive_file 8192\n";
+    uint64_t v = 1;
+    ck_assert(roundtrim_parse_stat_field(v2, "inactive_file", &v));
+    ck_assert_uint_eq(v, 8192);
+    ck_assert(roundtrim_parse_stat_field(v2, "anon", &v));
+    ck_assert_uint_eq(v, 123);
+    ck_assert(!roundtrim_parse_stat_field(v2, "total_inactive_file", &v));
+    ck_assert(!roundtrim_parse_stat_field(v2, "inactive", &v)); /* a whole name only */
+    ck_assert(roundtrim_parse_stat_field("total_inactive_file 55\n", "total_inactive_file", &v));
+    ck_assert_uint_eq(v, 55);
+    ck_assert(!roundtrim_parse_stat_field("inactive_file x\n", "inactive_file", &v));
+}
+END_TEST
+
 START_TEST(maps_lines)
 {
     struct roundtrim_map_line m;
@@ -211,6 +227,7 @@ int main(void)
     tcase_add_test(tc, round_interval);
     tcase_add_test(tc, status_memory_split);
     tcase_add_test(tc, maps_lines);
+    tcase_add_test(tc, memory_stat_fields);
     tcase_add_test(tc, glibc_arena_heaps);
     tcase_add_test(tc, glibc_large_block_headers);
     suite_add_tcase(s, tc);

@@ -73,6 +73,7 @@ START_TEST(round_record_has_every_key_in_order)
                           "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
                           "\"other_anon\":0,\"file\":0,\"shmem\":0,\"device_live\":0,"
                           "\"device_cached\":0,\"over_rss\":0,\"read_us\":0},"
+                          "\"mem_headroom_skipped\":\"limit_unread\","
                           "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"round_us\":0,"
                           "\"cleanup_cpu_us\":0,\"cleanup_cpu_percent\":null,\"trim_us\":5,"
                           "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
@@ -124,6 +125,8 @@ START_TEST(every_declared_key_and_only_those_are_written)
     ran.hook = "m:f";
     ran.cgroup_known = true;
     ran.cgroup_limit = 1;
+    ran.mem_headroom_of = RT_HEADROOM_CGROUP;
+    ran.mem_headroom = 1;
     ran.actions = RT_ACT_GC | RT_ACT_TRIM | RT_ACT_TORCH_EMPTY_CACHE | RT_ACT_CUPY_FREE_BLOCKS |
                   RT_ACT_CUDA_POOL_TRIM;
     ran.trim_pause_predicted_us = ran.trim_held_back_rounds = ran.trim_holds = 1;

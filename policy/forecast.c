@@ -1,0 +1,59 @@
+#include "policy/forecast.h"
+
+#include <math.h>
+#include <stddef.h>
+
+enum roundtrim_headroom_of roundtrim_headroom(const struct roundtrim_headroom_in *in,
+                                              uint64_t *bytes)
+{
+    enum roundtrim_headroom_of of = RT_HEADROOM_UNKNOWN;
+    *bytes = 0;
+    if (in->cgroup_limit > 0 && in->cgroup_usage_known) {
+        uint64_t reclaimable = in->cgroup_inactive_file < in->cgroup_usage
+                                   ? in->cgroup_inactive_file
+                                   : in->cgroup_usage;
+        uint64_t working = in->cgroup_usage - reclaimable;
+        *bytes = working < in->cgroup_limit ? in->cgroup_limit - working : 0;
+        of = RT_HEADROOM_CGROUP;
+    }
+    if (in->available_known && (of == RT_HEADROOM_UNKNOWN || in->available < *bytes)) {
+        *bytes = in->available;
+        of = RT_HEADROOM_MACHINE;
+    }
+    return of;
+}
+
+const char *roundtrim_headroom_of_name(enum roundtrim_headroom_of of)
+{
+    switch (of) {
+    case RT_HEADROOM_CGROUP:
+        return "cgroup";
+    case RT_HEADROOM_MACHINE:
+        return "machine";
+    default:
+        return NULL;
+    }
+}
+
+void roundtrim_forecast(const struct roundtrim_forecast_in *in, struct roundtrim_forecast *out)
+{
+    *out = (struct roundtrim_forecast){.before_job_end = -1, .job_rounds = in->job_rounds};
+    if (!in->growing || !(in->host_growth >= in->min_growth)) {
+        /* A growth in device memory is bounded by the device, not by host memory. */
+        out->skipped =
+            in->growing && in->device_growth >= in->min_growth ? "device_growth" : "no_growth";
+        return;
+    }
+    if (in->headroom_of == RT_HEADROOM_UNKNOWN) {
+        out->skipped = "headroom_unknown";
+        return;
+    }
+    out->headroom = in->headroom;
+    out->headroom_of = in->headroom_of;
+    /* The round in which the growth passes the headroom: rounds_to_limit rounds from now. */
+    double rounds = ceil((double)in->headroom / in->host_growth);
+    out->rounds_to_limit = rounds < 1 ? 1 : rounds > 1e15 ? (uint64_t)1e15 : (uint64_t)rounds;
+    out->limit_round = in->round + out->rounds_to_limit;
+    if (in->job_rounds > 0)
+        out->before_job_end = out->limit_round <= in->job_rounds;
+}
