@@ -8,7 +8,8 @@
 # under $(BUILD) and fails with the difference; `make docs` copies them over the committed ones.
 
 $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/round_fields.def \
-                                 policy/mem_parts.def policy/skip_reasons.def
+                                 policy/mem_parts.def policy/skip_reasons.def \
+                                 policy/diag_input.def policy/diagnosis.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
 

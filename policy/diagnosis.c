@@ -24,7 +24,7 @@
 #define CACHE_MIN   ((double)(64 << 20))
 /* Live memory that rose and stopped, or swings, is worth a word from this much. */
 #define PATTERN_MIN ((double)(1 << 20))
-#define HISTORY     64
+#define HISTORY     ROUNDTRIM_DIAG_HISTORY
 /* Growth that persists rises through its window: no single round's step carries more than this
  * share of the fitted rise. One step (a buffer grown once, the allocator's top chunk moving up
  * once, a cache filled in one round) fits a rise across every window that holds it, and is a
@@ -311,6 +311,13 @@ static void say(struct roundtrim_diagnosis *d, const char *fmt, ...)
 
 static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
 {
+    if (d->steps) {
+        say(d,
+            " It rose in %d steps since round %llu, the latest in round %llu, and kept each, "
+            "flat between them: a buffer or a cache that grows when it is full.",
+            d->steps, (unsigned long long)d->growing_since, (unsigned long long)d->last_step);
+        return;
+    }
     say(d, " It grew in each of the last %d windows of %zu rounds (since round %llu).",
         d->persisted, window_rounds, (unsigned long long)d->growing_since);
 }
@@ -689,8 +696,13 @@ static void find_patterns(struct roundtrim_diagnosis *d, const struct series *li
         }
     }
     const double *y = live->y + n - w;
-    double range = max_of(y, w) - min_of(y, w);
-    if (range >= PATTERN_MIN) {
+    double top = max_of(y, w), range = top - min_of(y, w);
+    /* It swings when it comes back down after its highest round: one step up that stays is a
+     * new level, not a swing. */
+    size_t at = 0;
+    while (at + 1 < w && y[at] < top)
+        at++;
+    if (range >= PATTERN_MIN && min_of(y + at, w - at) <= top - range / 2) {
         d->findings |= RT_FIND_SWINGS;
         d->swing = range;
     }
@@ -722,6 +734,16 @@ static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_
         say_held_back(d);
         return;
     }
+    if (strcmp(d->decided_by, "steps") == 0) {
+        say(d,
+            "%s rose in %d steps since round %llu (%s per round on average), the latest in "
+            "round %llu, and kept each, flat between them: a buffer or a cache that grows when "
+            "it is full, or two loads. A next step by round %llu makes it a leak; none, and it "
+            "was a warm-up.",
+            what, d->steps, (unsigned long long)d->growing_since, b,
+            (unsigned long long)d->last_step, (unsigned long long)d->decide_round);
+        return;
+    }
     say(d, "%s grows %s per round over rounds %llu-%llu", what, b,
         (unsigned long long)d->first_round, (unsigned long long)d->last_round);
     if (d->persisted > 0)
@@ -730,6 +752,89 @@ static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_
         ": not yet long enough to tell a leak from a warm-up or a cache filling to its cap. "
         "Growth that goes on to round %llu is called a leak; growth that stops is not.",
         (unsigned long long)d->decide_round);
+}
+
+/* Rises of the live series that stay: a buffer or a cache that grows when it is full (doubling
+ * its capacity, its pages written at once) rises in steps with flat rounds between them, which
+ * no window of rounds shows as growth. A step is a rise between two rounds of at least
+ * PATTERN_MIN (one round measured wrong filtered out) after which the series never falls back
+ * below its middle. */
+struct steps {
+    int count;
+    size_t first, prev, last; /* indexes of the first, the one before the last, and the last */
+};
+
+static void sticky_steps(const struct series *live, struct steps *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!live->known || live->n < 3)
+        return;
+    struct series f;
+    filtered(live, &f);
+    size_t n = f.n;
+    for (size_t i = 1; i < n; i++) {
+        double rise = f.y[i] - f.y[i - 1];
+        if (rise < PATTERN_MIN)
+            continue;
+        /* a rise over several rounds in a row is one step */
+        size_t end = i;
+        while (end + 1 < n && f.y[end + 1] - f.y[end] >= PATTERN_MIN)
+            end++;
+        rise = f.y[end] - f.y[i - 1];
+        if (min_of(f.y + end, n - end) >= f.y[i - 1] + rise / 2) {
+            if (out->count == 0)
+                out->first = i;
+            out->prev = out->count ? out->last : i;
+            out->last = i;
+            out->count++;
+        }
+        i = end;
+    }
+}
+
+/* Steps that go on. The next is due one gap after the latest (a gap that grows, as a buffer
+ * doubling its capacity has, is expected to grow as much again). Three or more over at least
+ * two windows of rounds, the next not overdue, are a leak; two or more not overdue twice over
+ * are unsure until the round the next would have come by. Anything else (steps close together
+ * that stopped: a warm-up loading in steps) says nothing. Sets the verdict and the growth per
+ * round over the steps; false when the steps say nothing. */
+static bool steps_verdict(struct roundtrim_diagnosis *d, const struct series *live,
+                          const struct roundtrim_diag_sample *smp, size_t n, double *g)
+{
+    struct steps st;
+    sticky_steps(live, &st);
+    if (st.count < 2)
+        return false;
+    uint64_t first = smp[st.first].round, last = smp[st.last].round, prev = smp[st.prev].round;
+    uint64_t now = smp[n - 1].round, gap = last - prev;
+    uint64_t next_gap = gap;
+    if (st.count >= 3 && st.prev > st.first) {
+        /* the gap before the one before the latest: only its growth is used */
+        uint64_t earlier = (last - first) - gap;
+        uint64_t before = earlier / (uint64_t)(st.count - 2);
+        if (before > 0 && gap > before)
+            next_gap = gap * gap / before;
+    }
+    bool leak = st.count >= 3 && last - first >= 2 * ROUNDTRIM_DIAG_SUB_ROUNDS &&
+                now - last <= next_gap + 1;
+    if (!leak && now - last > 2 * next_gap)
+        return false;
+    size_t from = st.first ? st.first - 1 : 0;
+    *g = (live->y[n - 1] - live->y[from]) / (double)(now - smp[from].round);
+    if (*g < ROUNDTRIM_DIAG_LEAK_MIN)
+        return false;
+    d->growing_since = first;
+    d->share[RT_CAUSE_LEAK] = 1;
+    d->steps = st.count;
+    d->last_step = last;
+    d->decided_by = "steps";
+    if (leak) {
+        d->cause = RT_CAUSE_LEAK;
+    } else {
+        d->cause = RT_CAUSE_UNSURE;
+        d->decide_round = last + 2 * next_gap + 1;
+    }
+    return true;
 }
 
 /* When the growth reaches the limit, from the latest round's headroom (the record's forecast
@@ -758,13 +863,23 @@ static void forecast(struct roundtrim_diagnosis *d, const struct roundtrim_diag_
     roundtrim_forecast(&in, &d->forecast);
 }
 
-void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
+void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
 {
     memset(d, 0, sizeof *d);
     if (n > HISTORY) { /* the history: the latest rounds */
-        smp += n - HISTORY;
+        given += n - HISTORY;
         n = HISTORY;
+    }
+    /* The live heap as far as it is resident: a block is counted at its whole size when it is
+     * allocated, while its pages cost memory only as they are written. A buffer allocated at
+     * twice its content and filled round by round grows RSS every round and the counted heap in
+     * steps: what grows is the resident part. */
+    struct roundtrim_diag_sample smp[HISTORY];
+    memcpy(smp, given, n * sizeof *smp);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *live = &smp[i].part[RT_PART_HEAP_LIVE];
+        *live -= smp[i].over_rss < *live ? smp[i].over_rss : *live;
     }
     size_t w = ctx->window ? (size_t)ctx->window : 10;
     w = w < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS : w;
@@ -883,6 +998,8 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *smp, size_t n,
             }
         }
     }
+    if (!d->decided_by && steps_verdict(d, &live, smp, n, &g[RT_CAUSE_LEAK]))
+        lead = RT_CAUSE_LEAK;
     if (!d->decided_by)
         d->decided_by = "flat";
 
@@ -969,6 +1086,10 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
         roundtrim_json_u64(j, "growing_since", d->growing_since);
     if (d->decide_round)
         roundtrim_json_u64(j, "decide_round", d->decide_round);
+    if (d->steps) {
+        roundtrim_json_u64(j, "steps", (uint64_t)d->steps);
+        roundtrim_json_u64(j, "last_step", d->last_step);
+    }
     roundtrim_json_i64(j, "growth_bytes_per_round", (int64_t)nearest(d->growth_per_round));
     roundtrim_json_u64(j, "growth_noise_bytes_per_round",
                        (uint64_t)nearest(d->growth_noise_per_round));

@@ -27,13 +27,17 @@ enum roundtrim_cause {
 
 const char *roundtrim_cause_name(enum roundtrim_cause c);
 
-/* One round, as its record says (the memory measured before that round's cleanup). */
+/* One round, as its record says (the memory measured before that round's cleanup): the members
+ * policy/diag_input.def fills. */
 struct roundtrim_diag_sample {
     uint64_t round;
     uint64_t rss;
     bool known[RT_PART_COUNT];
     uint64_t part[RT_PART_COUNT];
     uint64_t heap_uncounted; /* of heap_live, blocks the counters missed (glibc's headers) */
+    /* How far the parts exceed rss: live blocks whose pages were never touched (a buffer
+     * allocated at its full capacity and filled round by round). */
+    uint64_t over_rss;
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
@@ -60,6 +64,8 @@ struct roundtrim_diag_context {
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
+/* The latest rounds growth is judged over (and ROUNDTRIM_DIAG_ROUNDS's largest value). */
+#define ROUNDTRIM_DIAG_HISTORY 64
 /* Persistence: a part grows when each of SUB_ROUNDS successive rounds' windows shows it rising
  * and staying up, in PERSIST windows in a row ending with the latest. */
 #define ROUNDTRIM_DIAG_SUB_ROUNDS 6
@@ -94,12 +100,15 @@ struct roundtrim_diagnosis {
     enum roundtrim_cause cause;
     bool mixed;             /* no cause has most of the growth */
     const char *decided_by; /* "growth" (persistent), "flat", "not_yet" (unsure: too short),
-                               "noisy" (unsure: within the swing), "uncollected" (unsure: no gc) */
+                               "noisy" (unsure: within the swing), "uncollected" (unsure: no gc),
+                               "steps" (rises that stay, flat between: leak from 3, else unsure) */
     int rounds;             /* samples the figures cover (the verdict's window) */
     uint64_t first_round, last_round;
-    int persisted;           /* successive windows the growing part grew in, ending at the last */
-    uint64_t growing_since;  /* the first round of the first of those windows; 0: none */
-    uint64_t decide_round;   /* unsure: the round by which it can tell, if growth goes on */
+    int persisted;          /* successive windows the growing part grew in, ending at the last */
+    uint64_t growing_since; /* the first round of the first of those windows; 0: none */
+    uint64_t decide_round;  /* unsure: the round by which it can tell, if growth goes on */
+    int steps;              /* decided_by "steps": how many, the latest in round last_step */
+    uint64_t last_step;
     double growth_per_round; /* bytes/round: RSS and device memory together */
     /* bytes/round: the growth figure within this of 0 does not stand out of the rounds' scatter
      * (a fit carried by one low round is not growth) */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "policy/diagnosis.h"
 #include "policy/parse.h"
 
 /* The rows, from the list of options; the designated index keeps each row at its id. */

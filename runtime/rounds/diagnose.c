@@ -11,7 +11,7 @@
 #include "runtime/python/bridge.h"
 #include "runtime/sites/sampler.h"
 
-#define WINDOW_MAX 64 /* ROUNDTRIM_DIAG_ROUNDS's largest value */
+#define WINDOW_MAX ROUNDTRIM_DIAG_HISTORY
 
 static struct roundtrim_diag_sample window[WINDOW_MAX];
 static size_t filled, next_at; /* a ring: the oldest is at next_at once full */
@@ -29,27 +29,24 @@ static size_t window_size(void)
                                          : (size_t)k;
 }
 
+/* Each kind of policy/diag_input.def's rows, filled from the round record. */
+#define FILL_UINT(m, v)   s->m = (v)
+#define FILL_FLAG(m, v)   s->m = (v)
+#define FILL_REASON(m, v) s->m = (v)
+#define FILL_PARTS(m, v)                                                                           \
+    for (int p = 0; p < RT_PART_COUNT; p++) {                                                      \
+        s->known[p] = (v)->part_skipped[p] == NULL;                                                \
+        s->m[p] = (v)->value[p];                                                                   \
+    }
+#define FILL_HEADROOM(m, v)                                                                        \
+    s->m##_of = (v)->mem_headroom_of;                                                              \
+    s->m = (v)->mem_headroom
+
 static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_diag_sample *s)
 {
     memset(s, 0, sizeof *s);
-    s->round = r->round;
-    s->rss = r->memory.rss;
-    s->heap_uncounted = r->memory.heap_uncounted;
-    for (int p = 0; p < RT_PART_COUNT; p++) {
-        s->known[p] = r->memory.part_skipped[p] == NULL;
-        s->part[p] = r->memory.value[p];
-    }
-    s->gc_ran = r->gc_ran;
-    s->program_gc = r->gc_skipped && strcmp(r->gc_skipped, "program_gc") == 0;
-    s->gc_skipped = r->gc_skipped;
-    s->trim_skipped = r->trim_skipped;
-    s->gc_collected = r->gc_collected;
-    s->gc_freed = r->gc_freed_bytes;
-    s->trim_ran = (r->actions & (RT_ACT_TRIM | RT_ACT_PURGE)) != 0;
-    s->trim_released = r->trim_released_bytes;
-    s->device_released = r->torch_released_bytes + r->cupy_released_bytes + r->cuda_pool_trim_bytes;
-    s->headroom_of = r->mem_headroom_of;
-    s->headroom = r->mem_headroom;
+#define RT_DIAG_IN(member, kind, record, value) FILL_##kind(member, value);
+#include "policy/diag_input.def"
 }
 
 static void write_record(void)

@@ -19,8 +19,12 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
+from .fields import DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
 
 MIB = 1024.0 * 1024.0
+# Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
+PARTS_MASK_FIELD = 1 + [kind for _, kind, _ in DIAG_INPUT].index("PARTS")
+PYTHON_BIT = 1 << DIAG_PARTS.index("python")
 MAX_SITES = 3
 
 CAUSE_WORDS = {
@@ -33,10 +37,6 @@ CAUSE_WORDS = {
     "none": "no growth",
 }
 
-# The parts of a round's memory in policy/round_record.h's order (roundtrim-diagnose's input).
-PARTS = ("heap_live", "heap_free", "python", "other_anon", "file", "shmem", "device_live",
-         "device_cached")
-HISTORY = 64  # the rounds the diagnosis looks at, as in the library
 REASON = re.compile(r"[a-z_]{1,23}")
 HERE = Path(__file__).resolve().parent
 # Installed: beside the package, in the command's libexec folder; in the source tree: build/.
@@ -49,13 +49,9 @@ PART_WORDS = {
 }
 
 
-# The fields of a diagnosis record the report shows (--json gives them as they are).
-KEYS = ("cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round", "last_round",
-        "persisted_windows", "growing_since", "decide_round", "growth_bytes_per_round",
-        "growth_noise_bytes_per_round", "slopes",
-        "shares", "recovered_bytes_per_round", "recovered", "held", "findings",
-        "uncounted_bytes_per_round", "gc_collected_per_round", "heap_free_percent", "forecast",
-        "forecast_skipped", "advice", "computed_by", "round")
+# A diagnosis record's envelope: every other key it has the report keeps (--json gives them as
+# they are), whatever the library writes.
+ENVELOPE = ("event", "pid", "ts")
 
 
 class Kept:
@@ -68,7 +64,7 @@ class Kept:
         self.latest = None  # the last diagnosis record
         self.with_breakdown = 0  # rounds whose record has a memory breakdown
         self.without_breakdown = 0
-        self.samples = collections.deque(maxlen=HISTORY)  # roundtrim-diagnose's sample lines
+        self.samples = collections.deque(maxlen=DIAG_HISTORY)  # roundtrim-diagnose's sample lines
         self.last_round = None
         # The last sites records as their lines (one can be 512 KiB; parsed, several times
         # that): parsed only for a process whose cause is a leak.
@@ -86,7 +82,7 @@ class Kept:
             self.samples.append(line)
 
     def add_diagnosis(self, record):
-        self.latest = {k: record[k] for k in KEYS if k in record}
+        self.latest = {k: v for k, v in record.items() if k not in ENVELOPE}
 
     def add_sites_line(self, rnd, line):
         if not isinstance(rnd, int) or isinstance(rnd, bool):
@@ -119,6 +115,43 @@ def _reason(v):
     return v if isinstance(v, str) and REASON.fullmatch(v) else "-"
 
 
+def _record_value(rec, where):
+    """A number the round record holds at `where` (a key, or memory.KEY), 0 when it has none."""
+    if where.startswith("memory."):
+        memory = rec.get("memory")
+        value = memory.get(where[7:]) if isinstance(memory, dict) else None
+    else:
+        value = rec.get(where)
+    return value if _whole(value) else 0
+
+
+def _sample_fields(rec, kind, where):
+    """One row of the diagnosis's input (fields.DIAG_INPUT), as roundtrim-diagnose reads it."""
+    if kind == "PARTS":
+        memory = rec["memory"]
+        mask, values = 0, []
+        for i, part in enumerate(DIAG_PARTS):
+            v = memory.get(part)
+            if _whole(v):
+                mask |= 1 << i
+            values.append(v if _whole(v) else 0)
+        return [mask, *values]
+    if kind == "HEADROOM":
+        of_key, bytes_key = where.split(",")
+        of, room = rec.get(of_key), rec.get(bytes_key)
+        known = _whole(room) and of in ("cgroup", "machine")
+        return [of if known else "-", room if known else 0]
+    if kind == "REASON":
+        return [_reason(rec.get(where))]
+    if kind == "FLAG":
+        if where.startswith("cleanup:"):
+            cleanup = rec.get("cleanup") if isinstance(rec.get("cleanup"), list) else []
+            return [int(any(a in cleanup for a in where[8:].split("|")))]
+        key, _, wanted = where.partition("=")
+        return [int(rec.get(key) == wanted)]
+    return [sum(_record_value(rec, w) for w in where.split("+"))]
+
+
 def sample_line(rec):
     """A round record as roundtrim-diagnose reads it, or None for a round the library leaves out
     too (memory not measured; the first round, which carries the program's start)."""
@@ -128,24 +161,9 @@ def sample_line(rec):
         return None
     if not _whole(memory.get("rss")):
         return None
-    mask, values = 0, []
-    for i, part in enumerate(PARTS):
-        v = memory.get(part)
-        if _whole(v):
-            mask |= 1 << i
-        values.append(v if _whole(v) else 0)
-    cleanup = rec.get("cleanup") if isinstance(rec.get("cleanup"), list) else []
-    num = [rec.get(k) if _whole(rec.get(k)) else 0
-           for k in ("gc_collected", "gc_freed_bytes", "trim_released_bytes",
-                     "torch_released_bytes", "cupy_released_bytes", "cuda_pool_trim_bytes")]
-    uncounted = memory.get("heap_uncounted", 0)
-    fields = ["sample", rnd, memory["rss"], mask, *values, uncounted if _whole(uncounted) else 0,
-              int("gc" in cleanup), int(rec.get("gc_skipped") == "program_gc"), num[0], num[1],
-              _reason(rec.get("gc_skipped")), int("trim" in cleanup or "purge" in cleanup),
-              num[2], _reason(rec.get("trim_skipped")), num[3] + num[4] + num[5]]
-    room, of = rec.get("mem_headroom"), rec.get("mem_headroom_of")
-    known = _whole(room) and of in ("cgroup", "machine")
-    fields += [of if known else "-", room if known else 0]
+    fields = ["sample"]
+    for _, kind, where in DIAG_INPUT:
+        fields += _sample_fields(rec, kind, where)
     return " ".join(str(f) for f in fields)
 
 
@@ -164,7 +182,7 @@ def context_line(proc, kept):
     job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", "0")
     sites = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
     sites_skipped = _reason(start.get("sites_skipped")) if sites else "-"
-    python = any(int(line.split()[3]) & 4 for line in kept.samples)
+    python = any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT for line in kept.samples)
     allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
     return " ".join(str(f) for f in (
         "context", every if every.isdigit() else 1,
@@ -258,7 +276,7 @@ def diagnosis_of(proc, resolver):
                 "advice": "The process wrote no diagnosis record yet: it writes one every "
                           "ROUNDTRIM_DIAG_ROUNDS rounds and at exit, and ended (killed?) or "
                           "is running before its first."}
-    d = {k: rec[k] for k in KEYS if k in rec}
+    d = {k: v for k, v in rec.items() if k not in ENVELOPE}
     d["round"] = rec.get("round")
     if d.get("cause") == "leak":
         if proc.sites.count:

@@ -5,14 +5,12 @@
  * Input, one line each, fields separated by spaces:
  *   context CLEANUP_EVERY CUDA_EMPTY_CACHE SITES SITES_SKIPPED PYTHON ALLOCATOR WINDOW
  *           JOB_ROUNDS
- *   sample ROUND RSS KNOWN_MASK P0 .. P7 HEAP_UNCOUNTED GC_RAN PROGRAM_GC GC_COLLECTED
- *          GC_FREED GC_SKIPPED TRIM_RAN TRIM_RELEASED TRIM_SKIPPED DEVICE_RELEASED
- *          HEADROOM_OF HEADROOM
- * (P0..P7: the memory parts in policy/round_record.h's order; KNOWN_MASK: bit p set when part p
- * was measured; a reason that is absent is "-"; flags are 0 or 1; JOB_ROUNDS 0 when unknown;
- * HEADROOM_OF cgroup, machine or "-", the record's mem_headroom_of). Samples oldest first; the
- * latest 64 are used. Output: one JSON object with the diagnosis's fields. Exit status 2 on
- * input it cannot read (the line is named). */
+ *   sample FIELD...
+ * where a sample's fields are policy/diag_input.def's rows in their order, each written as its
+ * kind says (a PARTS row is a mask then a number per part, a HEADROOM row a name then a
+ * number); a reason that is absent is "-"; flags are 0 or 1. Samples oldest first; the latest
+ * ROUNDTRIM_DIAG_HISTORY are used. Output: one JSON object with the diagnosis's fields. Exit
+ * status 2 on input it cannot read (the line is named). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +19,13 @@
 #include "policy/diagnosis.h"
 #include "policy/json_writer.h"
 
-#define MAX_SAMPLES 64
+#define MAX_SAMPLES ROUNDTRIM_DIAG_HISTORY
 #define FIELD_MAX   24 /* a reason's length; longer ones are not the library's */
 
 /* Reasons are kept per sample: the diagnosis compares them by content. */
 struct reasons {
-    char gc[FIELD_MAX], trim[FIELD_MAX];
+    char text[8][FIELD_MAX];
+    int used;
 };
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -84,41 +83,69 @@ static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx, c
            parse_u64(f[8], &ctx->job_rounds);
 }
 
-/* The limit the headroom is under ("cgroup", "machine", "-" unknown), and its bytes. */
-static bool parse_headroom(const char *of, const char *bytes, struct roundtrim_diag_sample *s)
+/* One row of policy/diag_input.def's, of each kind: fields f[*at..], *at moved past them. */
+static bool take_UINT(char **f, int n, int *at, uint64_t *out)
 {
+    return *at < n && parse_u64(f[(*at)++], out);
+}
+
+static bool take_FLAG(char **f, int n, int *at, bool *out)
+{
+    return *at < n && parse_flag(f[(*at)++], out);
+}
+
+static bool take_REASON(char **f, int n, int *at, const char **out, struct reasons *r)
+{
+    return *at < n && r->used < 8 && parse_reason(f[(*at)++], r->text[r->used++], out);
+}
+
+static bool take_PARTS(char **f, int n, int *at, struct roundtrim_diag_sample *s)
+{
+    uint64_t mask;
+    if (!take_UINT(f, n, at, &mask))
+        return false;
+    for (int p = 0; p < RT_PART_COUNT; p++) {
+        s->known[p] = (mask >> p) & 1;
+        if (!take_UINT(f, n, at, &s->part[p]))
+            return false;
+    }
+    return true;
+}
+
+/* The limit the headroom is under ("cgroup", "machine", "-" unknown), then its bytes. */
+static bool take_HEADROOM(char **f, int n, int *at, struct roundtrim_diag_sample *s)
+{
+    if (*at + 1 >= n)
+        return false;
+    const char *of = f[(*at)++];
     s->headroom_of = RT_HEADROOM_UNKNOWN;
-    s->headroom = 0;
+    if (!take_UINT(f, n, at, &s->headroom))
+        return false;
     if (strcmp(of, "-") == 0)
-        return true;
+        return s->headroom == 0;
     for (int k = RT_HEADROOM_CGROUP; k <= RT_HEADROOM_MACHINE; k++)
         if (strcmp(of, roundtrim_headroom_of_name((enum roundtrim_headroom_of)k)) == 0) {
             s->headroom_of = (enum roundtrim_headroom_of)k;
-            return parse_u64(bytes, &s->headroom);
+            return true;
         }
     return false;
 }
 
+#define TAKE_UINT(m)     take_UINT(f, n, &at, &s->m)
+#define TAKE_FLAG(m)     take_FLAG(f, n, &at, &s->m)
+#define TAKE_REASON(m)   take_REASON(f, n, &at, &s->m, r)
+#define TAKE_PARTS(m)    take_PARTS(f, n, &at, s)
+#define TAKE_HEADROOM(m) take_HEADROOM(f, n, &at, s)
+
 static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struct reasons *r)
 {
-    enum { FIELDS = 4 + RT_PART_COUNT + 12 };
-    uint64_t mask;
-    if (n != FIELDS || !parse_u64(f[1], &s->round) || !parse_u64(f[2], &s->rss) ||
-        !parse_u64(f[3], &mask))
-        return false;
-    for (int p = 0; p < RT_PART_COUNT; p++) {
-        s->known[p] = (mask >> p) & 1;
-        if (!parse_u64(f[4 + p], &s->part[p]))
-            return false;
-    }
-    char **g = f + 5 + RT_PART_COUNT;
-    if (!parse_u64(f[4 + RT_PART_COUNT], &s->heap_uncounted))
-        return false;
-    return parse_flag(g[0], &s->gc_ran) && parse_flag(g[1], &s->program_gc) &&
-           parse_u64(g[2], &s->gc_collected) && parse_u64(g[3], &s->gc_freed) &&
-           parse_reason(g[4], r->gc, &s->gc_skipped) && parse_flag(g[5], &s->trim_ran) &&
-           parse_u64(g[6], &s->trim_released) && parse_reason(g[7], r->trim, &s->trim_skipped) &&
-           parse_u64(g[8], &s->device_released) && parse_headroom(g[9], g[10], s);
+    int at = 1;
+    r->used = 0;
+    memset(s, 0, sizeof *s);
+    bool ok = true;
+#define RT_DIAG_IN(member, kind, record, value) ok = ok && TAKE_##kind(member);
+#include "policy/diag_input.def"
+    return ok && at == n;
 }
 
 int main(int argc, char **argv)

@@ -304,6 +304,56 @@ def test_metrics_carry_the_cause_and_the_growth_per_part(run_shim, tmp_path):
     assert growth and abs(float(growth[0].split()[-1]) - 8 * MiB) < 256 * 1024, growth
 
 
+def test_a_buffer_that_doubles_and_fills_round_by_round_is_a_leak(run_shim):
+    """A replay buffer: 768 KiB of rows written each round into a block doubled with realloc when
+    full. The block is counted at its whole size in steps (8, 16, 32 MiB) while RSS rises with
+    every round's rows: what grows is the resident part of the live heap, every round."""
+    res = native(run_shim, "buffer", rounds=40)
+    d = last_diagnosis(res)
+    assert d["cause"] == "leak" and d["decided_by"] == "growth", d
+    assert abs(d["growth_bytes_per_round"] - 768 * 1024) < 96 * 1024, d
+    assert abs(d["slopes"]["heap_live"] - 768 * 1024) < 96 * 1024, d
+    # found as soon as it persisted, and said in every diagnosis after
+    assert all(r["cause"] == "leak" for r in diagnoses(res)[1:]), diagnoses(res)
+
+
+def test_a_buffer_that_doubles_in_whole_pages_is_unsure_then_a_leak_never_none(run_shim):
+    """The same buffer with each new capacity written at once: the live heap and RSS rise in
+    steps of growing size (rounds 11, 22, 43) and stay flat between them. One step is a new
+    level; two are unsure until a third would be due; three are a leak."""
+    res = native(run_shim, "doubling", rounds=50)
+    verdicts = [(r["round"], r["cause"], r.get("steps")) for r in diagnoses(res)]
+    assert verdicts == [(11, "none", None), (21, "none", None), (31, "unsure", 2),
+                        (41, "unsure", 2), (50, "leak", 3)], verdicts
+    unsure = diagnoses(res)[2]
+    assert (unsure["decided_by"], unsure["last_step"], unsure["decide_round"]) == ("steps", 22, 45)
+    assert "rose in 2 steps since round 11" in unsure["advice"], unsure
+    leak = last_diagnosis(res)
+    assert leak["decided_by"] == "steps" and leak["last_step"] == 43, leak
+    assert "It rose in 3 steps since round 11, the latest in round 43" in leak["advice"], leak
+
+
+@pytest.mark.parametrize("mode", ["leak", "buffer", "doubling", "outside", "frag", "mixed"])
+def test_the_report_computes_the_library_s_verdict_from_the_round_records(run_shim, tmp_path,
+                                                                         mode):
+    """The seam between the library and the report: the diagnosis the report computes from the
+    round records (what it does for a process ended by a signal) is the process's own, key for
+    key, and the report's JSON keeps every key the library writes."""
+    res = native(run_shim, mode, rounds=24)
+    own = last_diagnosis(res)
+    stripped = tmp_path / "no-diagnosis.jsonl"
+    stripped.write_text("".join(l for l in res.log_path.read_text().splitlines(keepends=True)
+                                if '"event":"diagnosis"' not in l and '"event":"exit"' not in l))
+    (computed,) = report_json(stripped)
+    (shown,) = report_json(res.log_path)
+    computed, shown = computed["diagnosis"], shown["diagnosis"]
+    assert computed.pop("computed_by") == "report"
+    for key in ("event", "pid", "ts"):
+        own.pop(key)
+    assert {k: computed[k] for k in own} == own
+    assert set(own) <= set(shown), sorted(set(own) - set(shown))
+
+
 # ---- when it will hurt ------------------------------------------------------------------------
 
 

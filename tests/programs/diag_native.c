@@ -15,12 +15,18 @@
  *   pinned    in round 1 builds 32 MiB of 1 KiB blocks and frees every other one, then only
  *             waits: 16 MiB counted free, but every page holds live blocks, so no trim can
  *             return any of it
+ *   buffer    a replay buffer: writes 768 KiB of rows into one growing block each round and,
+ *             when it is full, doubles it with realloc (8 MiB first): the block is counted at
+ *             its full size when it grows, its pages become resident as the rows fill them
+ *   doubling  buffer, but every page of the block is written when it grows (zeroed, as a new
+ *             array is): the live heap and RSS rise in steps of growing size, flat between
  *   busy      frag, but instead of waiting the program keeps allocating and freeing 2-8 KiB
  *             blocks (past the per-thread cache: each call takes the arena's lock) for PAUSE_MS;
  *             its round line adds its longest such call (longest_call_us)
  *
  * Rounds end with roundtrim_round_end() when roundtrim is preloaded, PAUSE_MS (30) apart. Prints
  * one line per round with its RSS. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,11 +159,32 @@ static uint64_t stay_busy(useconds_t pause_us)
     return longest;
 }
 
+/* The replay buffer: rows appended each round, the capacity doubled when full. */
+static void append_rows(size_t bytes, bool zero_all)
+{
+    static char *buf;
+    static size_t used, capacity;
+    if (used + bytes > capacity) {
+        size_t grown = capacity ? 2 * capacity : 8 * MiB;
+        char *p = realloc(buf, grown);
+        if (!p)
+            return;
+        if (zero_all)
+            touch(p + used, grown - used);
+        buf = p;
+        capacity = grown;
+    }
+    touch(buf + used, bytes);
+    used += bytes;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned|busy "
-                        "[ROUNDS [PAUSE_MS]]\n");
+        fprintf(
+            stderr,
+            "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned|buffer|doubling|busy "
+            "[ROUNDS [PAUSE_MS]]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -172,6 +199,10 @@ int main(int argc, char **argv)
             fragment(r);
         } else if (strcmp(mode, "outside") == 0) {
             keep_mapped(8 * MiB);
+        } else if (strcmp(mode, "buffer") == 0) {
+            append_rows(768 * 1024, false);
+        } else if (strcmp(mode, "doubling") == 0) {
+            append_rows(768 * 1024, true);
         } else if (strcmp(mode, "flat") == 0) {
             churn();
         } else if (strcmp(mode, "mixed") == 0) {

@@ -251,6 +251,35 @@ START_TEST(a_leak_foresees_the_round_its_headroom_runs_out_and_the_job_end)
 }
 END_TEST
 
+START_TEST(a_buffer_counted_in_steps_and_filled_every_round_is_a_leak)
+{
+    /* A block doubled when full (8, 16, 32 MiB, counted at once) and 768 KiB of it written each
+     * round: RSS grows every round, the counted live heap in steps, the untouched rest of the
+     * block is what the parts exceed RSS by. */
+    struct roundtrim_diag_sample s[40];
+    struct shape sh = base_shape();
+    size_t n = make(s, 40, &sh, true, false);
+    double filled = 0, capacity = 8 * MIB;
+    for (size_t i = 0; i < n; i++) {
+        filled += 768 * 1024;
+        if (filled > capacity)
+            capacity *= 2;
+        s[i].part[RT_PART_HEAP_LIVE] += (uint64_t)capacity;
+        s[i].over_rss = (uint64_t)(capacity - filled);
+        s[i].rss += (uint64_t)filled;
+    }
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, n, &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_double_eq_tol(d.slope[RT_PART_HEAP_LIVE], 768 * 1024, 1024);
+    /* without what the parts exceed RSS by, the steps alone are no growth that persists */
+    for (size_t i = 0; i < n; i++)
+        s[i].over_rss = 0;
+    roundtrim_diagnose(s, n, &every_round, &d);
+    ck_assert_str_ne(roundtrim_cause_name(d.cause), "leak");
+}
+END_TEST
+
 START_TEST(no_forecast_for_flat_memory_or_a_leak_of_device_memory)
 {
     struct roundtrim_diag_sample s[10];
@@ -573,6 +602,73 @@ START_TEST(one_step_is_a_new_level_and_steps_that_go_on_are_a_leak)
 }
 END_TEST
 
+/* The live bytes of a buffer whose capacity doubles when full (8 MiB first, 768 KiB of rows a
+ * round), every page of the new capacity written when it grows. */
+static void doubling(double *live, size_t n)
+{
+    double used = 0, capacity = 8 * MIB;
+    for (size_t i = 0; i < n; i++) {
+        used += 768 * 1024;
+        if (used > capacity)
+            capacity *= 2;
+        live[i] = capacity;
+    }
+}
+
+START_TEST(steps_that_repeat_are_unsure_then_a_leak_never_none)
+{
+    double live[64];
+    doubling(live, 64); /* steps into rounds 11, 22, 43 */
+    struct roundtrim_diag_sample s[64];
+    struct roundtrim_diagnosis d;
+    for (size_t n = 23; n < 43; n++) {
+        roundtrim_diagnose(s, shaped(s, n, live), &every_round, &d);
+        ck_assert_msg(d.cause == RT_CAUSE_UNSURE, "%zu rounds: %s", n, d.advice);
+        ck_assert_str_eq(d.decided_by, "steps");
+        ck_assert_int_eq(d.steps, 2);
+        ck_assert_uint_eq(d.last_step, 22);
+        ck_assert_uint_eq(d.decide_round, 22 + 2 * 11 + 1); /* the next step would tell */
+        ck_assert_ptr_nonnull(strstr(d.advice, "rose in 2 steps since round 11"));
+        ck_assert_uint_eq(d.findings & RT_FIND_SWINGS, 0);
+    }
+    for (size_t n = 43; n <= 64; n++) {
+        roundtrim_diagnose(s, shaped(s, n, live), &every_round, &d);
+        ck_assert_msg(d.cause == RT_CAUSE_LEAK, "%zu rounds: %s", n, d.advice);
+        ck_assert_int_eq(d.steps, 3);
+    }
+    ck_assert_ptr_nonnull(strstr(d.advice, "It rose in 3 steps since round 11, the latest in "
+                                           "round 43"));
+    ck_assert_ptr_nonnull(strstr(json_of(&d), "\"decided_by\":\"steps\""));
+    ck_assert_ptr_nonnull(strstr(json_of(&d), "\"steps\":3,\"last_step\":43"));
+}
+END_TEST
+
+START_TEST(steps_of_a_warm_up_that_stop_are_no_leak)
+{
+    /* Three loads at rounds 3, 5 and 7 (50 MiB each), then flat: no leak from round 12 on, a
+     * plateau once the next step is overdue. */
+    double live[40];
+    for (int i = 0; i < 40; i++)
+        live[i] = 50 * MIB * ((i >= 2) + (i >= 4) + (i >= 6));
+    struct roundtrim_diag_sample s[40];
+    struct roundtrim_diagnosis d;
+    for (size_t n = 12; n <= 40; n++) {
+        roundtrim_diagnose(s, shaped(s, n, live), &every_round, &d);
+        ck_assert_msg(d.cause != RT_CAUSE_LEAK, "%zu rounds: %s", n, d.advice);
+    }
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "none");
+    ck_assert_uint_ne(d.findings & RT_FIND_PLATEAU, 0);
+    /* two loads far apart (rounds 3 and 20): unsure until a third would be due, then none */
+    for (int i = 0; i < 40; i++)
+        live[i] = 100 * MIB * ((i >= 2) + (i >= 19));
+    roundtrim_diagnose(s, shaped(s, 30, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
+    ck_assert_uint_eq(d.decide_round, 20 + 2 * 17 + 1);
+    roundtrim_diagnose(s, shaped(s, 40, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure"); /* not overdue twice over yet */
+}
+END_TEST
+
 START_TEST(a_small_leak_among_noise_is_a_leak_whatever_its_size)
 {
     /* 100 KiB a round kept; the live heap at the boundary also holds a scratch buffer of
@@ -794,6 +890,9 @@ int main(void)
     tcase_add_test(tc, steady_live_growth_is_a_leak_that_cleanup_cannot_fix);
     tcase_add_test(tc, a_leak_foresees_the_round_its_headroom_runs_out_and_the_job_end);
     tcase_add_test(tc, no_forecast_for_flat_memory_or_a_leak_of_device_memory);
+    tcase_add_test(tc, a_buffer_counted_in_steps_and_filled_every_round_is_a_leak);
+    tcase_add_test(tc, steps_that_repeat_are_unsure_then_a_leak_never_none);
+    tcase_add_test(tc, steps_of_a_warm_up_that_stop_are_no_leak);
     tcase_add_test(tc, small_python_objects_growing_are_a_leak_not_outside_the_heap);
     tcase_add_test(tc,
                    free_heap_kept_with_cleanup_off_is_a_finding_and_fragmentation_once_it_grows);
