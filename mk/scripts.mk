@@ -80,3 +80,16 @@ $(BUILD)/roundtrim-diagnose: $(ROUNDTRIM_DIAGNOSE_SRCS) $(wildcard policy/*.h po
 
 EXTRA_TARGETS += $(BUILD)/roundtrim-diagnose
 CHECK_DEPS += $(BUILD)/roundtrim-diagnose
+
+# Python source the library runs inside the observed interpreter (the holder search), as a C
+# string.
+$(BUILD)/embed-text: scripts/tools/embed-text.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 $< -o $@
+
+$(BUILD)/gen/holder_search_py.h: runtime/python/holder_search.py $(BUILD)/embed-text
+	@mkdir -p $(dir $@)
+	$(BUILD)/embed-text roundtrim_holder_search_source < $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/runtime/python/holders.o: $(BUILD)/gen/holder_search_py.h
+$(BUILD)/obj/runtime/python/holders.o: LIB_CFLAGS += -I$(BUILD)/gen

@@ -17,6 +17,7 @@
 #include "runtime/output/no_rounds.h"
 #include "runtime/output/sites_record.h"
 #include "runtime/output/start_record.h"
+#include "runtime/python/holders.h"
 #include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
 #include "runtime/python/gil.h"
@@ -57,6 +58,7 @@ static void fork_child(void)
     roundtrim_cuda_fork_child();
     roundtrim_sampler_fork_child();
     roundtrim_sites_record_fork_child();
+    roundtrim_python_holders_fork_child();
     roundtrim_fd_guard_fork_child();
     /* A Python process keeps its worker from the interpreter's start so that a round signal is
      * handled at once while it waits; its fork child (a multiprocessing worker blocked on its

@@ -15,6 +15,7 @@
 #include "runtime/output/log_writer.h"
 #include "runtime/output/sites_record.h"
 #include "runtime/sites/object_sampler.h"
+#include "runtime/output/holders_record.h"
 #include "runtime/output/metrics_file.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/python/api.h"
@@ -497,6 +498,20 @@ static bool cleans_any(uint64_t first, uint64_t last_round)
 }
 
 /* Records one boundary (round_lock held). */
+/* Once the latest diagnosis says the live memory leaks, the holder search walks on; a walk
+ * that ended is recorded. Not before: any Python job of a round shifts when the program's
+ * threads run, and frees moved across a boundary would cost an undecided verdict its
+ * persistence. */
+static void holders_step(uint64_t round)
+{
+    const struct roundtrim_diagnosis *d = roundtrim_diagnose_latest();
+    if (!roundtrim_config()->holders || !d || d->skipped || d->cause != RT_CAUSE_LEAK)
+        return;
+    struct roundtrim_holders_walk walk;
+    if (roundtrim_python_holders_step(round, &walk))
+        roundtrim_holders_record(round, &walk);
+}
+
 static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
 {
     struct roundtrim_round_record r;
@@ -529,8 +544,10 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
     /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
     if (!(exit_inline && exit_async))
         roundtrim_sites_record(r.round - merged, r.round, s->wall_s);
-    if (!process_ending())
+    if (!process_ending()) {
         roundtrim_python_objects_attach();
+        holders_step(r.round);
+    }
     __atomic_store_n(&round_no, r.round, __ATOMIC_RELEASE);
     last_round_us = roundtrim_now_us();
 }

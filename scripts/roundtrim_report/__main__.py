@@ -557,7 +557,7 @@ def bad_field(record):
     return None, None
 
 
-EVENTS = ("start", "round", "pressure", "sites", "diagnosis", "exit", "exec")
+EVENTS = ("start", "round", "pressure", "sites", "diagnosis", "holders", "exit", "exec")
 
 
 def parse_line(line, clean):
@@ -663,6 +663,8 @@ def read_records(lines, path, new_process, only_pid=None, clean=False):
                                               line if as_read else json.dumps(record))
         elif event == "diagnosis":
             proc.diagnosis.add_diagnosis(record)
+        elif event == "holders":
+            proc.diagnosis.add_holders(record)
         else:  # exit, exec: the last record of the program image
             proc.exit = {k: record[k] for k in EXIT_FIELDS if k in record}
     return log

@@ -58,7 +58,7 @@ class Kept:
     """What the report keeps for the diagnosis of one process."""
 
     __slots__ = ("latest", "with_breakdown", "without_breakdown", "samples", "last_round",
-                 "sites_lines")
+                 "sites_lines", "holders")
 
     def __init__(self):
         self.latest = None  # the last diagnosis record
@@ -69,6 +69,7 @@ class Kept:
         # The last sites records as their lines (one can be 512 KiB; parsed, several times
         # that): parsed only for a process whose cause is a leak.
         self.sites_lines = {}
+        self.holders = None  # the last holders record: what keeps a growing process's memory
 
     def add_round(self, record):
         if "memory" in record:
@@ -83,6 +84,14 @@ class Kept:
 
     def add_diagnosis(self, record):
         self.latest = {k: v for k, v in record.items() if k not in ENVELOPE}
+
+    def add_holders(self, record):
+        found = record.get("holders")
+        if isinstance(found, list):
+            self.holders = {"round": record.get("round"), "objects": record.get("objects"),
+                            "gil_us": record.get("gil_us"),
+                            "holders": [h for h in found if isinstance(h, dict)
+                                        and isinstance(h.get("path"), str)]}
 
     def add_sites_line(self, rnd, line):
         if not isinstance(rnd, int) or isinstance(rnd, bool):
@@ -278,6 +287,9 @@ def diagnosis_of(proc, resolver):
                           "is running before its first."}
     d = {k: v for k, v in rec.items() if k not in ENVELOPE}
     d["round"] = rec.get("round")
+    if d.get("cause") in ("leak", "unsure") and kept.holders is not None:
+        d["holders"] = kept.holders["holders"]
+        d["holders_round"] = kept.holders["round"]
     if d.get("cause") == "leak":
         if proc.sites.count:
             d["sites"] = growing_sites(proc, resolver)
@@ -321,6 +333,31 @@ def forecast_line(d):
     return line + " (ROUNDTRIM_JOB_ROUNDS unset: whether the job ends first is not known)"
 
 
+def _bytes_words(n):
+    return f"{n / MIB:.1f} MiB" if n >= 0.1 * MIB else f"{n / 1024:.0f} KiB"
+
+
+def holder_lines(d):
+    """What keeps the memory, first: the holders the search found growing."""
+    holders = d.get("holders")
+    if not isinstance(holders, list):
+        return []
+    if not holders:
+        return [f"    holder: none found growing in the program's objects (walk of round "
+                f"{d.get('holders_round')}: modules, classes, loggers, frames)"]
+    out = []
+    for n, h in enumerate(holders[:3]):
+        items, per = h.get("items_per_round"), h.get("bytes_per_round")
+        what = [str(h.get("type", "?"))]
+        if isinstance(items, (int, float)):
+            what.append(f"+{items:g} item{'s' if items != 1 else ''} a round")
+        if _whole(per) and per > 0:
+            what.append(f"+{_bytes_words(per)} a round")
+        label = "holder" if n == 0 else "   and"
+        out.append(f"    {label}: {h['path']} ({', '.join(what)})")
+    return out
+
+
 def text_lines(d):
     """The diagnosis in plain words, the first lines of a process's report."""
     cause = d.get("cause")
@@ -336,6 +373,7 @@ def text_lines(d):
         lines = [f"{head}; {_flat_words(growth, d.get('growth_noise_bytes_per_round'), rounds)}"]
     else:
         lines = [f"{head}; memory {_rate(growth)} over {rounds}"]
+    lines += holder_lines(d)
     forecast = forecast_line(d)
     if forecast:
         lines.append(forecast)

@@ -1,0 +1,196 @@
+#include "runtime/python/holders.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "holder_search_py.h"
+#include "runtime/alloc/thread_counters.h"
+#include "runtime/core/clock.h"
+#include "runtime/python/api.h"
+#include "runtime/python/bridge.h"
+#include "runtime/python/gil.h"
+
+#define P roundtrim_py
+
+/* The GIL a round's step may hold: no more than a twentieth of the last round, and no longer
+ * than 2 ms, under the interpreter's own 5 ms switch interval: the program's threads wait for
+ * it no longer than they wait for each other, and the rounds' counts stay where they fell. */
+#define STEP_GIL_US_MAX 2000
+#define STEP_GIL_US_MIN 500
+#define OBJECTS_FIRST   2000
+#define OBJECTS_MIN     200
+#define OBJECTS_MAX     200000
+#define GIL_WAIT_MS     100
+#define RUN_WAIT_MS     1000
+
+/* The search's function in the interpreter (a new reference, kept for the process's life), or
+ * NULL before it was made; made_failed: it could not be made, and is not tried again. */
+static py_object *step_fn;
+static bool made_failed;
+
+/* The job's input and output: written by the worker before a call and by the job, read by the
+ * worker only after a call that returned in time (a job that outlives its wait refuses the next
+ * calls until it has ended). */
+static uint64_t job_round, job_objects;
+static bool walk_ended;
+static struct roundtrim_holders_walk result;
+
+/* The worker's own. */
+static uint64_t objects_per_step = OBJECTS_FIRST;
+static uint64_t walk_gil_us, walk_steps, walk_first_round;
+static uint64_t last_round_end_us;
+
+/* builtins.exec(source, namespace), then the factory called: the step function. */
+static py_object *make_step(void)
+{
+    py_object *builtins = roundtrim_py_sys_module("builtins");
+    if (!builtins)
+        return NULL;
+    py_object *exec = P.Object_GetAttrString(builtins, "exec");
+    py_object *dict_type = P.Object_GetAttrString(builtins, "dict");
+    py_object *ns = dict_type ? P.Object_CallObject(dict_type, NULL) : NULL;
+    py_object *code = P.Unicode_FromString(roundtrim_holder_search_source);
+    py_object *step = NULL;
+    if (exec && ns && code) {
+        py_object *done = P.Object_CallFunctionObjArgs(exec, code, ns, NULL);
+        py_object *factory = done ? P.Dict_GetItemString(ns, "roundtrim_holder_search") : NULL;
+        step = factory ? P.Object_CallObject(factory, NULL) : NULL;
+        if (done)
+            P.DecRef(done);
+    }
+    if (code)
+        P.DecRef(code);
+    if (ns)
+        P.DecRef(ns); /* the step function's closure keeps what it needs */
+    if (dict_type)
+        P.DecRef(dict_type);
+    if (exec)
+        P.DecRef(exec);
+    return step;
+}
+
+static void copy_text(char *out, size_t cap, py_object *s)
+{
+    const char *t = s && P.Unicode_AsUTF8 ? P.Unicode_AsUTF8(s) : NULL;
+    snprintf(out, cap, "%s", t ? t : "?");
+}
+
+static uint64_t as_u64(py_object *o)
+{
+    long v = o ? P.Long_AsLong(o) : -1;
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+/* (walked, ((path, type, length, milli items a round, bytes a round), ...)) */
+static void read_result(py_object *r)
+{
+    result.objects = as_u64(P.Tuple_GetItem(r, 0));
+    py_object *list = P.Tuple_GetItem(r, 1);
+    py_ssize n = list ? P.Tuple_Size(list) : 0;
+    result.count = 0;
+    for (py_ssize i = 0; i < n && result.count < ROUNDTRIM_HOLDERS_MAX; i++) {
+        py_object *h = P.Tuple_GetItem(list, i);
+        if (!h || P.Tuple_Size(h) != 5)
+            continue;
+        struct roundtrim_holder *f = &result.holder[result.count++];
+        copy_text(f->path, sizeof f->path, P.Tuple_GetItem(h, 0));
+        copy_text(f->type, sizeof f->type, P.Tuple_GetItem(h, 1));
+        f->length = as_u64(P.Tuple_GetItem(h, 2));
+        f->milli_items_per_round = as_u64(P.Tuple_GetItem(h, 3));
+        f->bytes_per_round = as_u64(P.Tuple_GetItem(h, 4));
+    }
+}
+
+static const char *step_job(struct roundtrim_py_result *out)
+{
+    /* What the search allocates and frees is roundtrim's, not the program's: counted, it would
+     * read as the growth it looks for. It frees nothing of the program's (it only reads, the
+     * GIL held, and drops its own references to objects the program still holds). */
+    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
+    /* Nor may the objects it makes set off the interpreter's automatic collection: that would
+     * free the program's garbage here, uncounted, in the middle of a round. No other thread
+     * runs meanwhile (the GIL is held), so the program never sees gc off. */
+    bool gc_was_on = P.GC_IsEnabled && P.GC_IsEnabled();
+    if (gc_was_on)
+        P.GC_Disable();
+    struct roundtrim_py_err saved;
+    roundtrim_py_err_save(&saved);
+    const char *why = NULL;
+    uint64_t t0 = roundtrim_now_us();
+    if (!step_fn && !made_failed) {
+        step_fn = make_step();
+        made_failed = step_fn == NULL;
+    }
+    walk_ended = false;
+    if (!step_fn) {
+        why = "search_failed";
+    } else {
+        py_object *rnd = P.Long_FromLong((long)job_round);
+        py_object *max = P.Long_FromLong((long)job_objects);
+        py_object *r = rnd && max ? P.Object_CallFunctionObjArgs(step_fn, rnd, max, NULL) : NULL;
+        if (!r)
+            why = "search_failed";
+        else if (r != P.None) {
+            walk_ended = true;
+            read_result(r);
+        }
+        if (r)
+            P.DecRef(r);
+        if (max)
+            P.DecRef(max);
+        if (rnd)
+            P.DecRef(rnd);
+    }
+    out->us = roundtrim_now_us() - t0;
+    roundtrim_py_err_restore(&saved);
+    if (gc_was_on)
+        P.GC_Enable();
+    roundtrim_counting_resume(counting);
+    return why;
+}
+
+/* The GIL a step may hold: the round's share, within its bounds. */
+static uint64_t step_gil_us(void)
+{
+    uint64_t now = roundtrim_now_us();
+    uint64_t round_us = last_round_end_us ? now - last_round_end_us : 0;
+    last_round_end_us = now;
+    uint64_t share = round_us / 20;
+    return share < STEP_GIL_US_MIN   ? STEP_GIL_US_MIN
+           : share > STEP_GIL_US_MAX ? STEP_GIL_US_MAX
+                                     : share;
+}
+
+bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk *out)
+{
+    uint64_t budget_us = step_gil_us();
+    if (made_failed || !roundtrim_python_present())
+        return false;
+    job_round = round;
+    job_objects = objects_per_step;
+    struct roundtrim_py_result res;
+    if (roundtrim_py_with_gil(step_job, &res, GIL_WAIT_MS, RUN_WAIT_MS))
+        return false;
+    if (walk_steps++ == 0)
+        walk_first_round = round;
+    walk_gil_us += res.us;
+    /* The next step sized to what this one took: objects cost what the program's are. */
+    uint64_t next = res.us ? objects_per_step * budget_us / res.us : objects_per_step * 2;
+    next = next > objects_per_step * 2 ? objects_per_step * 2 : next;
+    objects_per_step = next < OBJECTS_MIN ? OBJECTS_MIN : next > OBJECTS_MAX ? OBJECTS_MAX : next;
+    if (!walk_ended)
+        return false;
+    *out = result;
+    out->from_round = walk_first_round;
+    out->gil_us = walk_gil_us;
+    out->steps = walk_steps;
+    walk_gil_us = walk_steps = 0;
+    return true;
+}
+
+void roundtrim_python_holders_fork_child(void)
+{
+    walk_gil_us = walk_steps = 0;
+    last_round_end_us = 0;
+}
