@@ -31,8 +31,10 @@ __thread const struct roundtrim_cxx_caller *roundtrim_cxx_last;
  * reused by a library could at worst give that library the first runtime's operators. */
 static __thread const void *last_unplaced;
 
-/* Guards the additions to both tables: held only for copying, never across a call into the
- * loader (a thread holding the loader's lock may be in operator new too). */
+/* Guards the additions to both tables and the records' references: held only for copying and
+ * for asking which object maps an address (lock-free, or under the loader's list lock, which no
+ * thread holds while calling operator new), never across dlopen or dlclose (a thread holding the
+ * loader's main lock may be in operator new too). */
 static int table_lock;
 
 static void lock_tables(void)
@@ -138,14 +140,16 @@ static bool span_of(const void *caller, uintptr_t *start, uintptr_t *span)
     return s.found;
 }
 
-/* Remembers b for the library at [start, start + span), unless an unload began or ended since
- * done was read (the library found may then be another). */
+/* Remembers b for the library at [start, start + span), with the loader reference taken for it.
+ * When an unload began or ended since done was read, the library found may be another: the
+ * record is kept for its reference (given back once nothing maps start) but never matches. */
 static void remember(uintptr_t start, uintptr_t span, const struct roundtrim_cxx_binding *b,
-                     uint64_t done)
+                     void *held, bool steady, uint64_t done)
 {
     uint64_t now;
-    if (!roundtrim_unloads_settled(&now) || now != done)
-        return;
+    if (!steady || !roundtrim_unloads_settled(&now) || now != done)
+        done = UINT64_MAX;
+    void *spare = NULL;
     lock_tables();
     unsigned n = caller_count;
     struct roundtrim_cxx_caller *c = NULL;
@@ -153,13 +157,19 @@ static void remember(uintptr_t start, uintptr_t span, const struct roundtrim_cxx
         if (callers[i].start == start && callers[i].span == span && callers[i].binding == b)
             c = &callers[i];
     if (c) {
+        void *none = NULL; /* the library's record may have given its reference back */
+        if (held && !__atomic_compare_exchange_n(&c->held, &none, held, false, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE))
+            spare = held;
         __atomic_store_n(&c->unloads, done, __ATOMIC_RELEASE);
     } else if (n < CALLERS_MAX) {
         c = &callers[n];
-        *c = (struct roundtrim_cxx_caller){start, span, done, b};
+        *c = (struct roundtrim_cxx_caller){start, span, done, b, held};
         __atomic_store_n(&caller_count, n + 1, __ATOMIC_RELEASE);
     }
     unlock_tables();
+    if (spare)
+        dlclose(spare);
     if (c)
         roundtrim_cxx_last = c;
 }
@@ -213,16 +223,35 @@ static const struct roundtrim_cxx_binding *resolve(const void *caller, const cha
     if (adds == __atomic_load_n(&nothing_at, __ATOMIC_RELAXED))
         return &nothing;
     struct roundtrim_cxx_binding fresh;
-    if (!roundtrim_cxx_runtime_for_caller(caller, names, count, &fresh)) {
+    void *held;
+    if (!roundtrim_cxx_runtime_for_caller(caller, names, count, &fresh, &held)) {
         __atomic_store_n(&nothing_at, adds, __ATOMIC_RELAXED);
         return &nothing;
     }
     lock_tables();
     const struct roundtrim_cxx_binding *b = intern(&fresh);
     unlock_tables();
-    if (steady)
-        remember(start, span, b, done);
+    remember(start, span, b, held, steady, done);
     return b;
+}
+
+void roundtrim_cxx_callers_release_unloaded(void)
+{
+    unsigned n = __atomic_load_n(&caller_count, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < n; i++) {
+        if (!__atomic_load_n(&callers[i].held, __ATOMIC_ACQUIRE))
+            continue;
+        /* Under the lock: a library mapped at the same place since cannot have handed its own
+         * reference to this record meanwhile (remember() does so under the lock). */
+        uintptr_t start, span;
+        void *held = NULL;
+        lock_tables();
+        if (!span_of((const void *)callers[i].start, &start, &span))
+            held = __atomic_exchange_n(&callers[i].held, NULL, __ATOMIC_ACQ_REL);
+        unlock_tables();
+        if (held)
+            dlclose(held);
+    }
 }
 
 static inline bool hit(const struct roundtrim_cxx_caller *c, uintptr_t addr, uint64_t done)

@@ -22,6 +22,7 @@ struct roundtrim_cxx_caller {
     uintptr_t start, span; /* the library's mapping */
     uint64_t unloads;      /* roundtrim_unloads when its binding was last checked */
     const struct roundtrim_cxx_binding *binding;
+    void *held; /* the loader reference kept for it (runtime/alloc/cxx_runtime.h), or NULL */
 };
 
 extern const struct roundtrim_cxx_binding *roundtrim_cxx_everyone
@@ -34,6 +35,10 @@ extern __thread const struct roundtrim_cxx_caller *roundtrim_cxx_last
  * runtime is loaded). names are operator new's and the rest, the same at every call. */
 const struct roundtrim_cxx_binding *
 roundtrim_cxx_binding_of_caller(const void *caller, const char *const names[], int count);
+
+/* Gives back the loader references taken for libraries that are no longer loaded: after each
+ * dlclose. */
+void roundtrim_cxx_callers_release_unloaded(void);
 
 /* In a forked child, before anything else runs there. */
 void roundtrim_cxx_callers_fork_child(void);

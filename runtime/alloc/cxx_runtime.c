@@ -91,11 +91,11 @@ static int copy_path(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* Takes a loader reference on the object defining addr, unless it was loaded with the program
- * (those stay). False when the object is gone. Never released: an allocator that a library
- * relied on bare stays until that library goes, which roundtrim cannot follow. */
-static bool hold(void *addr)
+/* Takes a loader reference on the object defining addr (*handle, for dlclose), unless it was
+ * loaded with the program (those stay: *handle NULL). False when the object is gone. */
+static bool hold(void *addr, void **handle)
 {
+    *handle = NULL;
     struct roundtrim_loaded_object at_start;
     if (roundtrim_tables_owner(addr, &at_start))
         return true;
@@ -106,9 +106,9 @@ static bool hold(void *addr)
     if (c.main_program)
         return true;
     roundtrim_dlerror_note();
-    void *h = dlopen(c.path, RTLD_LAZY | RTLD_NOLOAD);
+    *handle = dlopen(c.path, RTLD_LAZY | RTLD_NOLOAD);
     roundtrim_dlerror_forget();
-    return h != NULL;
+    return *handle != NULL;
 }
 
 /* Reads the names from the first loaded libstdc++ or libc++abi (its own table: no dlopen, no
@@ -164,7 +164,8 @@ bool roundtrim_cxx_runtime_find(const char *const names[], int count,
                                 struct roundtrim_cxx_binding *out)
 {
     clear(out);
-    if (!find_any(names, count, out) || !hold(out->op[0])) {
+    void *handle; /* never released: no library's binding says how long it is needed */
+    if (!find_any(names, count, out) || !hold(out->op[0], &handle)) {
         clear(out);
         return false;
     }
@@ -187,29 +188,33 @@ bool roundtrim_cxx_runtime_for_everyone(const char *const names[], int count,
 }
 
 /* The global scope after roundtrim, now: an object opened RTLD_GLOBAL since the start counts. */
-static bool from_global_scope(const char *const names[], int count,
-                              struct roundtrim_cxx_binding *out)
+static void from_global_scope(const char *const names[], int count,
+                              struct roundtrim_cxx_binding *out, void **held)
 {
     void *op = roundtrim_next_symbol(names[0]);
-    if (!op || !hold(op))
-        return false;
+    if (!op || !hold(op, held))
+        return;
     /* Held now; had it been closed meanwhile, the name would now find something else. */
-    if (roundtrim_next_symbol(names[0]) != op)
-        return false;
+    if (roundtrim_next_symbol(names[0]) != op) {
+        if (*held)
+            dlclose(*held);
+        *held = NULL;
+        return;
+    }
     fill_next(names, count, out);
     out->op[0] = op;
-    return true;
 }
 
-static bool from_own_scope(const struct roundtrim_scope *scope, const char *const names[],
+/* Each name the global scope left undefined from the caller's own scope, as the loader binds
+ * each reference on its own (an allocator that overrides only the plain forms leaves aligned
+ * new and the new handler to the library's runtime). */
+static void from_own_scope(const struct roundtrim_scope *scope, const char *const names[],
                            int count, struct roundtrim_cxx_binding *out)
 {
     struct roundtrim_symbol sym;
-    if (!roundtrim_local_scope_find(scope, names[0], &sym))
-        return false;
     for (int i = 0; i < count; i++)
-        out->op[i] = roundtrim_local_scope_find(scope, names[i], &sym) ? sym.addr : NULL;
-    return true;
+        if (!out->op[i] && roundtrim_local_scope_find(scope, names[i], &sym))
+            out->op[i] = sym.addr;
 }
 
 struct definers {
@@ -250,17 +255,62 @@ static bool global_scope_unsure(const struct roundtrim_scope *scope, const char 
     return d.elsewhere > 0 || d.in_scope > 1;
 }
 
+struct load_order {
+    uintptr_t held_addr;
+    const struct dl_phdr_info *object;
+    bool held_seen, after;
+};
+
+static int note_order(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct load_order *o = arg;
+    if (info->dlpi_addr == o->object->dlpi_addr && info->dlpi_phdr == o->object->dlpi_phdr) {
+        o->after = o->held_seen;
+        return 1;
+    }
+    for (unsigned i = 0; i < info->dlpi_phnum && !o->held_seen; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        o->held_seen =
+            ph->p_type == PT_LOAD && o->held_addr - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz;
+    }
+    return 0;
+}
+
+/* Whether a C++ runtime among the caller's dependencies was loaded after the object defining op
+ * (the loader lists objects in load order): its own references to the name were then bound to
+ * that object when it was relocated, and the loader keeps that object as long as the runtime,
+ * which for libstdc++ (never unloaded) is for good. */
+static bool runtime_bound_at_load(const struct roundtrim_scope *scope, const char *name, void *op)
+{
+    struct roundtrim_symbol sym;
+    for (unsigned i = 1; i < scope->count; i++) {
+        if (roundtrim_tables_own_definition(&scope->objects[i], name, &sym) != RT_SYM_FOUND)
+            continue;
+        struct load_order o = {(uintptr_t)op, &scope->objects[i], false, false};
+        dl_iterate_phdr(note_order, &o);
+        if (o.after)
+            return true;
+    }
+    return false;
+}
+
 bool roundtrim_cxx_runtime_for_caller(const void *caller, const char *const names[], int count,
-                                      struct roundtrim_cxx_binding *out)
+                                      struct roundtrim_cxx_binding *out, void **held)
 {
     clear(out);
+    *held = NULL;
     struct roundtrim_scope scope;
     bool placed = roundtrim_local_scope_of(caller, &scope);
     if (placed)
         roundtrim_local_scope_drop(&scope, (const void *)from_own_scope);
-    if (((!placed || global_scope_unsure(&scope, names[0])) &&
-         from_global_scope(names, count, out)) ||
-        (placed && from_own_scope(&scope, names, count, out))) {
+    if (!placed || global_scope_unsure(&scope, names[0]))
+        from_global_scope(names, count, out, held);
+    if (*held && placed && runtime_bound_at_load(&scope, names[0], out->op[0]))
+        *held = NULL; /* kept for good, as that runtime keeps it bare */
+    if (placed)
+        from_own_scope(&scope, names, count, out);
+    if (out->op[0]) {
         note_counting(out);
         return true;
     }

@@ -20,10 +20,13 @@
  * Lifetime: a library bound bare to a definition in another object outside its dependencies
  * makes the loader keep that object while the library is loaded. Nothing records that for a call
  * that went through roundtrim, so where the definition lies in an object loaded after the start
- * and reached otherwise than through the caller's dependencies, roundtrim takes a loader reference
- * on it (dlopen RTLD_NOLOAD), kept until exit: the host's dlclose of such an allocator then
- * leaves it mapped, as bare while a library bound to it is loaded, rather than turning the next
- * operator new into a jump into nothing. */
+ * and reached through the global scope, roundtrim takes a loader reference on it (dlopen
+ * RTLD_NOLOAD) for the calling library, released once that library is unloaded
+ * (runtime/alloc/cxx_callers.h): the host's dlclose of such an allocator then leaves it mapped
+ * while a library bound to it is loaded, as bare, rather than turning the next operator new into
+ * a jump into nothing. Where a C++ runtime in the library's scope was loaded after that object,
+ * the runtime's own references bound to it at load, and bare it stays as long as the runtime
+ * (libstdc++: for good); so does the reference then. */
 #ifndef ROUNDTRIM_RUNTIME_ALLOC_CXX_RUNTIME_H
 #define ROUNDTRIM_RUNTIME_ALLOC_CXX_RUNTIME_H
 
@@ -42,9 +45,10 @@ struct roundtrim_cxx_binding {
 };
 
 /* Fills out with the definitions for calls from the object that maps caller and returns true
- * when names[0] was found (as above). */
+ * when names[0] was found (as above). *held: the loader reference taken for that library (NULL:
+ * none needed), for the caller to dlclose once the library is gone. */
 bool roundtrim_cxx_runtime_for_caller(const void *caller, const char *const names[], int count,
-                                      struct roundtrim_cxx_binding *out);
+                                      struct roundtrim_cxx_binding *out, void **held);
 
 /* Whether names[0] is defined after roundtrim in the global scope as loaded at the start: then
  * every caller binds to that definition, whatever is loaded later, and out is filled with it. */
@@ -53,7 +57,7 @@ bool roundtrim_cxx_runtime_for_everyone(const char *const names[], int count,
 
 /* Fills out with the first definitions found (the global scope after roundtrim, else the first
  * loaded libstdc++ or libc++abi) and returns true when names[0] was: what serves a caller that
- * roundtrim cannot place. */
+ * roundtrim cannot place, whose object it holds loaded for good. */
 bool roundtrim_cxx_runtime_find(const char *const names[], int count,
                                 struct roundtrim_cxx_binding *out);
 
