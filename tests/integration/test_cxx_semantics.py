@@ -109,13 +109,41 @@ def test_an_allocator_opened_rtld_global_serves_its_plugins_after_its_handle_clo
 ):
     """A host opens an allocator that supplies operator new with RTLD_GLOBAL, then a plugin, and
     closes its own handle of the allocator: bare, the plugin's binding keeps the allocator loaded
-    and it serves the plugin's new. Preloaded, a plugin with no C++ runtime of its own died in
-    its next new (the allocator unmapped under roundtrim's stored pointer: SIGSEGV), and a
-    libstdc++ plugin was served by libstdc++ instead."""
+    and it serves the plugin's new, until the plugin is closed (for good where libstdc++ came with
+    the plugin: libstdc++'s own references bound to the allocator, and it never unloads).
+    Preloaded, a plugin with no C++ runtime of its own died in its next new (the allocator
+    unmapped under roundtrim's stored pointer: SIGSEGV), and a libstdc++ plugin was served by
+    libstdc++ instead."""
     argv = [prog("cxx_global_allocator"), POOL, PLUGINS[plugin]]
     bare = run_shim(argv, preload=False, log=False)
     assert bare.returncode == 0, bare.stderr
-    assert bare.stdout.strip() == "served=1/1 values=7,7"
+    kept = 1 if plugin == "libstdc++" else 0
+    assert bare.stdout.splitlines() == [
+        "served=1/1 values=7,7",
+        f"allocator_loaded_after_plugin={kept}",
+    ]
+    res = run_shim(argv)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == bare.stdout
+
+
+@pytest.mark.parametrize("runtime", ["libstdc++", "libc++"])
+def test_an_allocator_overriding_plain_new_leaves_the_other_forms_to_each_runtime(
+    run_shim, runtime
+):
+    """With an allocator opened RTLD_GLOBAL that defines only plain new and delete, a library
+    opened after it binds those to the allocator and every other form (aligned, nothrow) and the
+    new handler to its own runtime, each name on its own. The checks then give the same figures
+    as bare (the allocator's new returns NULL instead of throwing: 2 of the 4 throwing forms).
+    Preloaded, the other forms found nothing in the global scope and aborted ('no C++ runtime is
+    loaded')."""
+    lib = SEMANTICS_LIB if runtime == "libstdc++" else SEMANTICS_LIBCXX
+    if not lib.exists():
+        pytest.skip("libc++1 and libc++abi1 are not installed: no libc++ test library was built")
+    argv = [prog("cxx_semantics"), "--global", POOL, lib]
+    bare = run_shim(argv, preload=False, log=False)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout_json()[0]["bad_alloc"] == 2
     res = run_shim(argv)
     assert res.returncode == 0, res.stderr
     assert res.stdout == bare.stdout
