@@ -8,7 +8,9 @@
  * return address picks its record: the thread's last one, else a scan of the few libraries that
  * called. A record holds while no library was unloaded since it was checked (another library may
  * then be mapped at its place; runtime/core/unloads.h); a record made stale is checked again on
- * the next call from its range. */
+ * the next call from its range. A record also keeps the loader reference taken for its library
+ * (an allocator reached through the global scope), given back after the dlclose that unloads the
+ * library. Code outside every object (a JIT's) shares one answer, the first runtime found. */
 #ifndef ROUNDTRIM_RUNTIME_ALLOC_CXX_CALLERS_H
 #define ROUNDTRIM_RUNTIME_ALLOC_CXX_CALLERS_H
 
