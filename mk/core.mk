@@ -57,3 +57,36 @@ $(BUILD)/tests/libcxx_semantics.so: tests/programs/libcxx_semantics.cpp tests/pr
 $(BUILD)/tests/cxx_semantics_linked: tests/programs/cxx_semantics.c $(BUILD)/tests/libcxx_semantics.so
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -DLINKED $< -o $@ -L$(BUILD)/tests -lcxx_semantics -Wl,-rpath,'$$ORIGIN' -ldl
+
+# The same checks in a library built on libc++ (whose operator new, new handler and exceptions
+# live in libc++abi.so.1): compiled against the ABI declarations of <new>, which both runtimes
+# share, and linked with libc++'s run-time libraries alone (libc++-dev, the headers, conflicts
+# with libunwind-dev). Built where libc++1 and libc++abi1 are installed; the tests skip elsewhere.
+LIBCXX_SO    := $(shell $(CXX) -print-file-name=libc++.so.1)
+LIBCXXABI_SO := $(shell $(CXX) -print-file-name=libc++abi.so.1)
+ifneq ($(findstring /,$(LIBCXX_SO)),)
+ifneq ($(findstring /,$(LIBCXXABI_SO)),)
+CHECK_DEPS += $(BUILD)/tests/libcxx_semantics_libcxx.so
+endif
+endif
+$(BUILD)/tests/libcxx_semantics_libcxx.so: tests/programs/libcxx_semantics.cpp tests/programs/round_sync.h
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin -fPIC -c $< -o $@.o
+	$(CC) -shared $@.o -o $@ -l:libc++.so.1 -l:libc++abi.so.1 -ldl
+	@rm -f $@.o
+
+# An allocator opened RTLD_GLOBAL that supplies operator new, and a plugin using it: built on
+# libstdc++, and with no C++ runtime (linked by the C driver, so nothing but libc comes with it).
+CHECK_DEPS += $(BUILD)/tests/libcxx_pool_new.so $(BUILD)/tests/libcxx_plugin_new.so \
+              $(BUILD)/tests/libcxx_plugin_new_bare.so
+$(BUILD)/tests/libcxx_pool_new.so: tests/programs/libcxx_pool_new.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@
+$(BUILD)/tests/libcxx_plugin_new.so: tests/programs/libcxx_plugin_new.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fPIC -shared $< -o $@
+$(BUILD)/tests/libcxx_plugin_new_bare.so: tests/programs/libcxx_plugin_new.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fPIC -c $< -o $@.o
+	$(CC) -shared $@.o -o $@
+	@rm -f $@.o

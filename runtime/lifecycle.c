@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "runtime/alloc/allocator_ops.h"
+#include "runtime/alloc/cxx_callers.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/core/fd_guard.h"
 #include "runtime/boundary/boundary.h"
@@ -48,6 +49,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     roundtrim_settings_fork_child();
+    roundtrim_cxx_callers_fork_child();
     roundtrim_app_threads_fork_child();
     roundtrim_stderr_fork_child();
     roundtrim_counters_fork_child();

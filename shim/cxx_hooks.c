@@ -10,11 +10,20 @@
  * jemalloc route (the thread's block reads jemalloc's counters) no size is read: the call is
  * counted and jemalloc's figure copied once the operator returned.
  *
+ * Each call goes on to the operator its caller would have reached bare (runtime/alloc/
+ * cxx_runtime.h), found from the caller's return address (runtime/alloc/cxx_callers.h): in one
+ * process a libstdc++ library keeps libstdc++'s operators, a libc++ library libc++abi's (its
+ * std::bad_alloc is the one its catch clauses know), a plugin the allocator its host opened
+ * RTLD_GLOBAL (held loaded, as the plugin's own binding would hold it). Delete goes to the
+ * operator its caller would reach bare, too. Where the global scope loaded at start has the
+ * operators (libstdc++ linked with the program, a preloaded allocator), every caller shares that
+ * answer and the return address is not looked at.
+ *
  * The forwarding keeps C++ semantics: the next operator new throws std::bad_alloc through this
  * frame (the file is built with unwind tables), nothrow forms return NULL. The C++ runtime is
- * looked for until found, wherever the loader put it (runtime/alloc/cxx_runtime.h); until then
- * each form does what the standard asks of it on the malloc family (any power-of-two alignment;
- * a throwing form calls the new handler and throws, never returns NULL). */
+ * looked for until found, wherever the loader put it; until then each form does what the
+ * standard asks of it on the malloc family (any power-of-two alignment; a throwing form calls the
+ * new handler and throws, never returns NULL). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,8 +36,7 @@
 #include "runtime/sites/sampler.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/alloc/next_alloc.h"
-#include "runtime/alloc/cxx_runtime.h"
-#include "runtime/core/loaded_object.h"
+#include "runtime/alloc/cxx_callers.h"
 
 enum cxx_op {
     NEW,
@@ -84,53 +92,30 @@ static const char *const op_names[CXX_NAME_COUNT] = {
     [THROW_BAD_ALLOC] = "_ZSt17__throw_bad_allocv",
 };
 
-static void *next_op[CXX_NAME_COUNT];
-static bool resolved;
-static bool counts_here; /* the next operator new is the next malloc's library's own */
-static uint64_t searched_at = UINT64_MAX; /* the loader's additions when a search found nothing */
+_Static_assert(CXX_NAME_COUNT <= ROUNDTRIM_CXX_NAMES_MAX, "a binding holds every name");
 
-/* Looked up at the first call: the C++ runtime may be loaded long after roundtrim (a Python
- * program importing torch), and by then it is. A search that found nothing is repeated once the
- * loader has loaded more (a C program that opens a C++ library later). */
-static void resolve(void)
+/* Where calls returning to caller go (runtime/alloc/cxx_callers.h): one shared answer in the
+ * common case, read as cheaply as a global. */
+static inline const struct roundtrim_cxx_binding *binding(const void *caller)
 {
-    uint64_t adds = roundtrim_loaded_objects_added();
-    if (adds == __atomic_load_n(&searched_at, __ATOMIC_RELAXED))
-        return;
-    void *found[CXX_NAME_COUNT];
-    if (!roundtrim_cxx_runtime_find(op_names, found, CXX_NAME_COUNT)) {
-        __atomic_store_n(&searched_at, adds, __ATOMIC_RELAXED);
-        return;
-    }
-    for (int i = 0; i < CXX_NAME_COUNT; i++)
-        __atomic_store_n(&next_op[i], found[i], __ATOMIC_RELAXED);
-    struct roundtrim_loaded_object op_lib, malloc_lib;
-    bool same = roundtrim_loaded_object_of(found[NEW], &op_lib) &&
-                roundtrim_loaded_object_of((void *)roundtrim_next.malloc, &malloc_lib) &&
-                roundtrim_loaded_object_same(&op_lib, &malloc_lib);
-    __atomic_store_n(&counts_here, same, __ATOMIC_RELAXED);
-    __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
-}
-
-static inline void *op(enum cxx_op i)
-{
-    if (__builtin_expect(!__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 0))
-        resolve();
-    return __atomic_load_n(&next_op[i], __ATOMIC_RELAXED);
+    return roundtrim_cxx_binding_for(caller, op_names, CXX_NAME_COUNT);
 }
 
 /* The runtime's operators are not the next malloc's library's own (libstdc++ over glibc): nothing
- * is counted here (their malloc and free calls are), so the call goes straight on. Read after
- * op(), which resolves. */
-static inline bool calls_reach_malloc(void)
+ * is counted here (their malloc and free calls are), so the call goes straight on. */
+static inline bool calls_reach_malloc(const struct roundtrim_cxx_binding *b)
 {
-    return !__atomic_load_n(&counts_here, __ATOMIC_RELAXED);
+    return !b->counts_here;
 }
+
+/* Where the exported operator returns to, inside the library whose call this is: taken in each
+ * exported function itself and passed down. */
+#define CALLER __builtin_return_address(0)
 
 /* Counts a block the next operator new returned, unless it already went through our malloc.
  * The callers took this thread's block before the call (so that the jemalloc route's starting
  * figure excludes the block). */
-static inline void *counted(void *p, uint64_t calls_before)
+static inline void *counted(bool counts_here, void *p, uint64_t calls_before)
 {
     if (!p || !counts_here || roundtrim_in_next_alloc)
         return p;
@@ -149,7 +134,7 @@ struct pending_free {
     size_t header; /* glibc's chunk header, read before the block is gone */
 };
 
-static inline struct pending_free before_delete(void *p)
+static inline struct pending_free before_delete(bool counts_here, void *p)
 {
     struct roundtrim_thread_counters *c = roundtrim_thread_block();
     struct pending_free f = {0, c->free_calls, 0};
@@ -162,7 +147,7 @@ static inline struct pending_free before_delete(void *p)
     return f;
 }
 
-static inline void after_delete(void *p, struct pending_free f)
+static inline void after_delete(bool counts_here, void *p, struct pending_free f)
 {
     if (!p || !counts_here || roundtrim_in_next_alloc)
         return;
@@ -194,19 +179,19 @@ static void *fallback_block(size_t n, size_t align)
 /* A throwing form that failed: the new handler may make room (then try again), else
  * std::bad_alloc. Without any C++ runtime in the process nothing could catch it: say so and
  * end as an uncaught exception would. */
-static void *fallback_throwing(size_t n, size_t align)
+static void *fallback_throwing(const struct roundtrim_cxx_binding *b, size_t n, size_t align)
 {
     for (;;) {
         void *p = fallback_block(n, align);
         if (p)
             return p;
-        void (*(*get_handler)(void))(void) = (void (*(*)(void))(void))op(GET_NEW_HANDLER);
+        void (*(*get_handler)(void))(void) = (void (*(*)(void))(void))b->op[GET_NEW_HANDLER];
         void (*handler)(void) = get_handler ? get_handler() : NULL;
         if (handler) {
             handler();
             continue;
         }
-        void (*throw_bad_alloc)(void) = (void (*)(void))op(THROW_BAD_ALLOC);
+        void (*throw_bad_alloc)(void) = (void (*)(void))b->op[THROW_BAD_ALLOC];
         if (throw_bad_alloc)
             throw_bad_alloc();
         static const char msg[] =
@@ -219,247 +204,267 @@ static void *fallback_throwing(size_t n, size_t align)
 /* Each operator in two parts: where nothing is counted here (calls_reach_malloc), the runtime's
  * own operator is called at once; the rest (counting, or no runtime loaded) is a function of its
  * own, so that the direct call saves no registers for it. */
-__attribute__((noinline)) static void *new_block_rest(void *(*fn)(size_t), size_t n)
+__attribute__((noinline)) static void *new_block_rest(const struct roundtrim_cxx_binding *b,
+                                                      void *(*fn)(size_t), size_t n)
 {
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n), before) : fallback_throwing(n, 0);
+    return fn ? counted(b->counts_here, fn(n), before) : fallback_throwing(b, n, 0);
 }
 
-static void *new_block(enum cxx_op i, size_t n)
+static inline void *new_block(const void *caller, enum cxx_op i, size_t n)
 {
-    void *(*fn)(size_t) = (void *(*)(size_t))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void *(*fn)(size_t) = (void *(*)(size_t))b->op[i];
+    if (fn && calls_reach_malloc(b))
         return fn(n);
-    return new_block_rest(fn, n);
+    return new_block_rest(b, fn, n);
 }
 
-__attribute__((noinline)) static void *new_block_nothrow_rest(void *(*fn)(size_t, const void *),
+__attribute__((noinline)) static void *new_block_nothrow_rest(const struct roundtrim_cxx_binding *b,
+                                                              void *(*fn)(size_t, const void *),
                                                               size_t n, const void *tag)
 {
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, tag), before) : fallback_block(n, 0);
+    return fn ? counted(b->counts_here, fn(n, tag), before) : fallback_block(n, 0);
 }
 
-static void *new_block_nothrow(enum cxx_op i, size_t n, const void *tag)
+static inline void *new_block_nothrow(const void *caller, enum cxx_op i, size_t n, const void *tag)
 {
-    void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void *(*fn)(size_t, const void *) = (void *(*)(size_t, const void *))b->op[i];
+    if (fn && calls_reach_malloc(b))
         return fn(n, tag);
-    return new_block_nothrow_rest(fn, n, tag);
+    return new_block_nothrow_rest(b, fn, n, tag);
 }
 
-__attribute__((noinline)) static void *new_aligned_rest(void *(*fn)(size_t, size_t), size_t n,
+__attribute__((noinline)) static void *new_aligned_rest(const struct roundtrim_cxx_binding *b,
+                                                        void *(*fn)(size_t, size_t), size_t n,
                                                         size_t align)
 {
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, align), before) : fallback_throwing(n, align);
+    return fn ? counted(b->counts_here, fn(n, align), before) : fallback_throwing(b, n, align);
 }
 
-static void *new_aligned(enum cxx_op i, size_t n, size_t align)
+static inline void *new_aligned(const void *caller, enum cxx_op i, size_t n, size_t align)
 {
-    void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void *(*fn)(size_t, size_t) = (void *(*)(size_t, size_t))b->op[i];
+    if (fn && calls_reach_malloc(b))
         return fn(n, align);
-    return new_aligned_rest(fn, n, align);
+    return new_aligned_rest(b, fn, n, align);
 }
 
 __attribute__((noinline)) static void *
-new_aligned_nothrow_rest(void *(*fn)(size_t, size_t, const void *), size_t n, size_t align,
+new_aligned_nothrow_rest(const struct roundtrim_cxx_binding *b,
+                         void *(*fn)(size_t, size_t, const void *), size_t n, size_t align,
                          const void *tag)
 {
     uint64_t before = roundtrim_thread_block()->malloc_calls;
-    return fn ? counted(fn(n, align, tag), before) : fallback_block(n, align);
+    return fn ? counted(b->counts_here, fn(n, align, tag), before) : fallback_block(n, align);
 }
 
-static void *new_aligned_nothrow(enum cxx_op i, size_t n, size_t align, const void *tag)
+static inline void *new_aligned_nothrow(const void *caller, enum cxx_op i, size_t n, size_t align,
+                                        const void *tag)
 {
-    void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void *(*fn)(size_t, size_t, const void *) = (void *(*)(size_t, size_t, const void *))b->op[i];
+    if (fn && calls_reach_malloc(b))
         return fn(n, align, tag);
-    return new_aligned_nothrow_rest(fn, n, align, tag);
+    return new_aligned_nothrow_rest(b, fn, n, align, tag);
 }
 
-__attribute__((noinline)) static void delete_block_rest(void (*fn)(void *), void *p)
+__attribute__((noinline)) static void delete_block_rest(const struct roundtrim_cxx_binding *b,
+                                                        void (*fn)(void *), void *p)
 {
-    struct pending_free f = before_delete(p);
+    struct pending_free f = before_delete(b->counts_here, p);
     fn ? fn(p) : free(p);
-    after_delete(p, f);
+    after_delete(b->counts_here, p, f);
 }
 
-static void delete_block(enum cxx_op i, void *p)
+static inline void delete_block(const void *caller, enum cxx_op i, void *p)
 {
-    void (*fn)(void *) = (void (*)(void *))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void (*fn)(void *) = (void (*)(void *))b->op[i];
+    if (fn && calls_reach_malloc(b))
         fn(p);
     else
-        delete_block_rest(fn, p);
+        delete_block_rest(b, fn, p);
 }
 
-__attribute__((noinline)) static void delete_block2_rest(void (*fn)(void *, size_t), void *p,
+__attribute__((noinline)) static void delete_block2_rest(const struct roundtrim_cxx_binding *b,
+                                                         void (*fn)(void *, size_t), void *p,
                                                          size_t a)
 {
-    struct pending_free f = before_delete(p);
+    struct pending_free f = before_delete(b->counts_here, p);
     fn ? fn(p, a) : free(p);
-    after_delete(p, f);
+    after_delete(b->counts_here, p, f);
 }
 
-static void delete_block2(enum cxx_op i, void *p, size_t a)
+static inline void delete_block2(const void *caller, enum cxx_op i, void *p, size_t a)
 {
-    void (*fn)(void *, size_t) = (void (*)(void *, size_t))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void (*fn)(void *, size_t) = (void (*)(void *, size_t))b->op[i];
+    if (fn && calls_reach_malloc(b))
         fn(p, a);
     else
-        delete_block2_rest(fn, p, a);
+        delete_block2_rest(b, fn, p, a);
 }
 
-__attribute__((noinline)) static void delete_block_ptr_rest(void (*fn)(void *, const void *),
+__attribute__((noinline)) static void delete_block_ptr_rest(const struct roundtrim_cxx_binding *b,
+                                                            void (*fn)(void *, const void *),
                                                             void *p, const void *tag)
 {
-    struct pending_free f = before_delete(p);
+    struct pending_free f = before_delete(b->counts_here, p);
     fn ? fn(p, tag) : free(p);
-    after_delete(p, f);
+    after_delete(b->counts_here, p, f);
 }
 
-static void delete_block_ptr(enum cxx_op i, void *p, const void *tag)
+static inline void delete_block_ptr(const void *caller, enum cxx_op i, void *p, const void *tag)
 {
-    void (*fn)(void *, const void *) = (void (*)(void *, const void *))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void (*fn)(void *, const void *) = (void (*)(void *, const void *))b->op[i];
+    if (fn && calls_reach_malloc(b))
         fn(p, tag);
     else
-        delete_block_ptr_rest(fn, p, tag);
+        delete_block_ptr_rest(b, fn, p, tag);
 }
 
-__attribute__((noinline)) static void delete_block3_rest(void (*fn)(void *, size_t, size_t),
-                                                         void *p, size_t a, size_t b)
+__attribute__((noinline)) static void delete_block3_rest(const struct roundtrim_cxx_binding *b,
+                                                         void (*fn)(void *, size_t, size_t),
+                                                         void *p, size_t a, size_t b2)
 {
-    struct pending_free f = before_delete(p);
-    fn ? fn(p, a, b) : free(p);
-    after_delete(p, f);
+    struct pending_free f = before_delete(b->counts_here, p);
+    fn ? fn(p, a, b2) : free(p);
+    after_delete(b->counts_here, p, f);
 }
 
-static void delete_block3(enum cxx_op i, void *p, size_t a, size_t b)
+static inline void delete_block3(const void *caller, enum cxx_op i, void *p, size_t a, size_t b2)
 {
-    void (*fn)(void *, size_t, size_t) = (void (*)(void *, size_t, size_t))op(i);
-    if (fn && calls_reach_malloc())
-        fn(p, a, b);
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void (*fn)(void *, size_t, size_t) = (void (*)(void *, size_t, size_t))b->op[i];
+    if (fn && calls_reach_malloc(b))
+        fn(p, a, b2);
     else
-        delete_block3_rest(fn, p, a, b);
+        delete_block3_rest(b, fn, p, a, b2);
 }
 
 __attribute__((noinline)) static void
-delete_block_aligned_ptr_rest(void (*fn)(void *, size_t, const void *), void *p, size_t align,
+delete_block_aligned_ptr_rest(const struct roundtrim_cxx_binding *b,
+                              void (*fn)(void *, size_t, const void *), void *p, size_t align,
                               const void *tag)
 {
-    struct pending_free f = before_delete(p);
+    struct pending_free f = before_delete(b->counts_here, p);
     fn ? fn(p, align, tag) : free(p);
-    after_delete(p, f);
+    after_delete(b->counts_here, p, f);
 }
 
-static void delete_block_aligned_ptr(enum cxx_op i, void *p, size_t align, const void *tag)
+static inline void delete_block_aligned_ptr(const void *caller, enum cxx_op i, void *p,
+                                            size_t align, const void *tag)
 {
-    void (*fn)(void *, size_t, const void *) = (void (*)(void *, size_t, const void *))op(i);
-    if (fn && calls_reach_malloc())
+    const struct roundtrim_cxx_binding *b = binding(caller);
+    void (*fn)(void *, size_t, const void *) = (void (*)(void *, size_t, const void *))b->op[i];
+    if (fn && calls_reach_malloc(b))
         fn(p, align, tag);
     else
-        delete_block_aligned_ptr_rest(fn, p, align, tag);
+        delete_block_aligned_ptr_rest(b, fn, p, align, tag);
 }
 
 ROUNDTRIM_EXPORT void *_Znwm(size_t n)
 {
-    return new_block(NEW, n);
+    return new_block(CALLER, NEW, n);
 }
 
 ROUNDTRIM_EXPORT void *_Znam(size_t n)
 {
-    return new_block(NEW_ARRAY, n);
+    return new_block(CALLER, NEW_ARRAY, n);
 }
 
 ROUNDTRIM_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *tag)
 {
-    return new_block_nothrow(NEW_NOTHROW, n, tag);
+    return new_block_nothrow(CALLER, NEW_NOTHROW, n, tag);
 }
 
 ROUNDTRIM_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *tag)
 {
-    return new_block_nothrow(NEW_ARRAY_NOTHROW, n, tag);
+    return new_block_nothrow(CALLER, NEW_ARRAY_NOTHROW, n, tag);
 }
 
 ROUNDTRIM_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t align)
 {
-    return new_aligned(NEW_ALIGNED, n, align);
+    return new_aligned(CALLER, NEW_ALIGNED, n, align);
 }
 
 ROUNDTRIM_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t align)
 {
-    return new_aligned(NEW_ARRAY_ALIGNED, n, align);
+    return new_aligned(CALLER, NEW_ARRAY_ALIGNED, n, align);
 }
 
 ROUNDTRIM_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
 {
-    return new_aligned_nothrow(NEW_ALIGNED_NOTHROW, n, align, tag);
+    return new_aligned_nothrow(CALLER, NEW_ALIGNED_NOTHROW, n, align, tag);
 }
 
 ROUNDTRIM_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t align, const void *tag)
 {
-    return new_aligned_nothrow(NEW_ARRAY_ALIGNED_NOTHROW, n, align, tag);
+    return new_aligned_nothrow(CALLER, NEW_ARRAY_ALIGNED_NOTHROW, n, align, tag);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPv(void *p)
 {
-    delete_block(DELETE, p);
+    delete_block(CALLER, DELETE, p);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPv(void *p)
 {
-    delete_block(DELETE_ARRAY, p);
+    delete_block(CALLER, DELETE_ARRAY, p);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPvm(void *p, size_t n)
 {
-    delete_block2(DELETE_SIZED, p, n);
+    delete_block2(CALLER, DELETE_SIZED, p, n);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPvm(void *p, size_t n)
 {
-    delete_block2(DELETE_ARRAY_SIZED, p, n);
+    delete_block2(CALLER, DELETE_ARRAY_SIZED, p, n);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *tag)
 {
-    delete_block_ptr(DELETE_NOTHROW, p, tag);
+    delete_block_ptr(CALLER, DELETE_NOTHROW, p, tag);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *tag)
 {
-    delete_block_ptr(DELETE_ARRAY_NOTHROW, p, tag);
+    delete_block_ptr(CALLER, DELETE_ARRAY_NOTHROW, p, tag);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align)
 {
-    delete_block2(DELETE_ALIGNED, p, align);
+    delete_block2(CALLER, DELETE_ALIGNED, p, align);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align)
 {
-    delete_block2(DELETE_ARRAY_ALIGNED, p, align);
+    delete_block2(CALLER, DELETE_ARRAY_ALIGNED, p, align);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t align)
 {
-    delete_block3(DELETE_SIZED_ALIGNED, p, n, align);
+    delete_block3(CALLER, DELETE_SIZED_ALIGNED, p, n, align);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t align)
 {
-    delete_block3(DELETE_ARRAY_SIZED_ALIGNED, p, n, align);
+    delete_block3(CALLER, DELETE_ARRAY_SIZED_ALIGNED, p, n, align);
 }
 
 ROUNDTRIM_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
 {
-    delete_block_aligned_ptr(DELETE_ALIGNED_NOTHROW, p, align, tag);
+    delete_block_aligned_ptr(CALLER, DELETE_ALIGNED_NOTHROW, p, align, tag);
 }
 
 ROUNDTRIM_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *tag)
 {
-    delete_block_aligned_ptr(DELETE_ARRAY_ALIGNED_NOTHROW, p, align, tag);
+    delete_block_aligned_ptr(CALLER, DELETE_ARRAY_ALIGNED_NOTHROW, p, align, tag);
 }

@@ -613,6 +613,23 @@ enum roundtrim_symbol_answer roundtrim_tables_own_definition(const struct dl_phd
     return decided(find_in(&t, &q, out), &a) ? a : RT_SYM_ABSENT;
 }
 
+const char *roundtrim_tables_soname(const struct dl_phdr_info *info)
+{
+    struct table t;
+    return read_object(&t, info, false) ? t.soname : NULL;
+}
+
+const char *roundtrim_tables_needed(const struct dl_phdr_info *info, unsigned k)
+{
+    struct table t;
+    if (!read_object(&t, info, false))
+        return NULL;
+    for (const ElfW(Dyn) *d = t.dynamic; d->d_tag != DT_NULL; d++)
+        if (d->d_tag == DT_NEEDED && k-- == 0)
+            return d->d_un.d_val < t.strsz ? t.strtab + d->d_un.d_val : NULL;
+    return NULL;
+}
+
 bool roundtrim_tables_owner(const void *addr, struct roundtrim_loaded_object *out)
 {
     if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != READY)

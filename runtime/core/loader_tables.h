@@ -76,6 +76,12 @@ enum roundtrim_symbol_answer roundtrim_tables_own_definition(const struct dl_phd
                                                              const char *name,
                                                              struct roundtrim_symbol *out);
 
+/* The object's DT_SONAME (NULL: none), and the name of its k-th DT_NEEDED entry (NULL past the
+ * last or where the dynamic section cannot be read), for any loaded object: call them where the
+ * object cannot go away. They let a caller follow an object's dependencies as the loader does. */
+const char *roundtrim_tables_soname(const struct dl_phdr_info *info);
+const char *roundtrim_tables_needed(const struct dl_phdr_info *info, unsigned k);
+
 /* Which of the objects the tables describe maps addr (what roundtrim_loaded_object_of answers),
  * without a walk of the loader's list; false when none does or the tables were not built (this
  * never builds them). */

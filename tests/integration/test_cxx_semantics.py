@@ -3,7 +3,8 @@
 A Python program that imports a C++ extension gets libstdc++ by dlopen, in the extension's own
 scope: the extension's calls to operator new reach roundtrim's, which must find libstdc++'s own
 definition there. LLVM (numba, JAX, Triton) asks aligned new for alignments of 1, 2 and 4 and
-trusts the throwing forms never to return NULL."""
+trusts the throwing forms never to return NULL. Each library reaches the operator new it would
+use bare: a libc++ library libc++abi's, a plugin the allocator its host opened RTLD_GLOBAL."""
 
 import os
 
@@ -12,6 +13,12 @@ import pytest
 from conftest import BUILD, prog
 
 SEMANTICS_LIB = BUILD / "tests" / "libcxx_semantics.so"
+SEMANTICS_LIBCXX = BUILD / "tests" / "libcxx_semantics_libcxx.so"  # the same checks on libc++
+POOL = BUILD / "tests" / "libcxx_pool_new.so"
+PLUGINS = {
+    "no_runtime": BUILD / "tests" / "libcxx_plugin_new_bare.so",
+    "libstdc++": BUILD / "tests" / "libcxx_plugin_new.so",
+}
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 SETTINGS = {
@@ -71,3 +78,72 @@ def test_operator_new_before_any_cxx_runtime_and_after_a_private_one_arrives(run
     res = run_shim([prog("cxx_no_runtime")])
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["before: aligned=13/13 nothrow_null=1", "after: handler=1"]
+
+
+@pytest.mark.parametrize("order", ["alone", "after_libstdc++", "before_libstdc++"])
+def test_a_libcxx_library_gets_its_own_runtimes_semantics(run_shim, order):
+    """libc++ keeps operator new, the new handler and std::bad_alloc in libc++abi.so.1. A libc++
+    library opened RTLD_LOCAL that asks for 2^62 bytes catches bad_alloc after its handler ran,
+    alone (it aborted: no runtime found) and beside a libstdc++ library opened before or after it
+    (libstdc++'s bad_alloc reached libc++ code: std::terminate)."""
+    if not SEMANTICS_LIBCXX.exists():
+        pytest.skip("libc++1 and libc++abi1 are not installed: no libc++ test library was built")
+    libs = {
+        "alone": [SEMANTICS_LIBCXX],
+        "after_libstdc++": [SEMANTICS_LIB, SEMANTICS_LIBCXX],
+        "before_libstdc++": [SEMANTICS_LIBCXX, SEMANTICS_LIB],
+    }[order]
+    for preload in (False, True):
+        res = run_shim([prog("cxx_semantics")] + libs, preload=preload, log=preload)
+        assert res.returncode == 0, (preload, res.stderr)
+        lines = res.stdout_json()
+        assert len(lines) == len(libs), res.stdout
+        for got in lines:
+            assert got["bad_alloc"] == got["handler_called"] == 4
+            assert got["aligned_ok"] == 52 and got["nothrow_null"] == 4
+
+
+@pytest.mark.parametrize("plugin", sorted(PLUGINS))
+def test_an_allocator_opened_rtld_global_serves_its_plugins_after_its_handle_closes(
+    run_shim, plugin
+):
+    """A host opens an allocator that supplies operator new with RTLD_GLOBAL, then a plugin, and
+    closes its own handle of the allocator: bare, the plugin's binding keeps the allocator loaded
+    and it serves the plugin's new, until the plugin is closed (for good where libstdc++ came with
+    the plugin: libstdc++'s own references bound to the allocator, and it never unloads).
+    Preloaded, a plugin with no C++ runtime of its own died in its next new (the allocator
+    unmapped under roundtrim's stored pointer: SIGSEGV), and a libstdc++ plugin was served by
+    libstdc++ instead."""
+    argv = [prog("cxx_global_allocator"), POOL, PLUGINS[plugin]]
+    bare = run_shim(argv, preload=False, log=False)
+    assert bare.returncode == 0, bare.stderr
+    kept = 1 if plugin == "libstdc++" else 0
+    assert bare.stdout.splitlines() == [
+        "served=1/1 values=7,7",
+        f"allocator_loaded_after_plugin={kept}",
+    ]
+    res = run_shim(argv)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == bare.stdout
+
+
+@pytest.mark.parametrize("runtime", ["libstdc++", "libc++"])
+def test_an_allocator_overriding_plain_new_leaves_the_other_forms_to_each_runtime(
+    run_shim, runtime
+):
+    """With an allocator opened RTLD_GLOBAL that defines only plain new and delete, a library
+    opened after it binds those to the allocator and every other form (aligned, nothrow) and the
+    new handler to its own runtime, each name on its own. The checks then give the same figures
+    as bare (the allocator's new returns NULL instead of throwing: 2 of the 4 throwing forms).
+    Preloaded, the other forms found nothing in the global scope and aborted ('no C++ runtime is
+    loaded')."""
+    lib = SEMANTICS_LIB if runtime == "libstdc++" else SEMANTICS_LIBCXX
+    if not lib.exists():
+        pytest.skip("libc++1 and libc++abi1 are not installed: no libc++ test library was built")
+    argv = [prog("cxx_semantics"), "--global", POOL, lib]
+    bare = run_shim(argv, preload=False, log=False)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout_json()[0]["bad_alloc"] == 2
+    res = run_shim(argv)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == bare.stdout

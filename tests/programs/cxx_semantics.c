@@ -1,6 +1,9 @@
-/* A C program that uses a C++ library: opened with dlopen (libstdc++ then arrives after the start,
- * in that library's own scope), or linked with it (built with -DLINKED). Runs its checks of the
- * operator new and delete forms; with --count, between two round ends. */
+/* A C program that uses C++ libraries: opened with dlopen (their C++ runtime then arrives after
+ * the start, in each library's own scope), or linked with one (built with -DLINKED). Runs each
+ * library's checks of the operator new and delete forms in turn, one JSON line each; with
+ * --count, between two round ends (one library only). Libraries built on different runtimes
+ * (libstdc++, libc++) may share the process, as in a host with plugins; "--global LIB" opens LIB
+ * with RTLD_GLOBAL first (an allocator that overrides operator new for what is opened later). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,12 +19,21 @@ int main(int argc, char **argv)
 #else
     if (argc < 2)
         return 2;
-    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fprintf(stderr, "%s\n", dlerror());
-        return 2;
+    for (int i = 1; i < argc - count; i++) {
+        int global = strcmp(argv[i], "--global") == 0 && i + 1 < argc - count;
+        void *h = dlopen(argv[i + global], RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
+        if (!h) {
+            fprintf(stderr, "%s\n", dlerror());
+            return 2;
+        }
+        if (global) {
+            i++;
+            continue;
+        }
+        int (*run)(int) = (int (*)(int))dlsym(h, "cxx_semantics_run");
+        if (!run || run(count) != 0)
+            return 2;
     }
-    int (*run)(int) = (int (*)(int))dlsym(h, "cxx_semantics_run");
-    return run ? run(count) : 2;
+    return 0;
 #endif
 }
