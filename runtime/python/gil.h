@@ -26,7 +26,8 @@ typedef const char *(*roundtrim_py_job)(struct roundtrim_py_result *out);
 
 /* Runs job on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and then
  * at most run_wait_ms for the job. Returns NULL, with the job's results copied to *out, when it
- * ran in time and succeeded; else why not (stable names): "no_python", "finalizing",
+ * ran in time and succeeded; else why not (stable names): "no_python", "no_interpreter",
+ * "finalizing",
  * "caller_holds_gil", "exiting", "exec", "busy", "thread_failed", "gil_timeout", "job_timeout",
  * or the job's own. A job abandoned before
  * it got the GIL never runs; one still running past run_wait_ms finishes on its own, its results
@@ -37,6 +38,21 @@ const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_resu
 /* The process is ending: a caller waiting for the GIL or for its job gives up at once
  * ("exiting"), and no job starts any more. */
 void roundtrim_py_gil_exiting(void);
+
+/* The interpreter is about to finalize: called on the thread that finalizes it, holding the GIL
+ * (threading's shutdown callbacks, an embedder's Py_FinalizeEx). No job starts in it any more
+ * ("finalizing"), and a job queued, waiting for the GIL or running is waited for (10 s at most),
+ * the GIL released meanwhile: no helper may still wait for the GIL once finalization begins. */
+void roundtrim_py_gil_interpreter_ending(void);
+
+/* No interpreter runs (Py_FinalizeEx returned, or Py_IsInitialized says none): the next one an
+ * embedder starts gets jobs again, and the shutdown hook is registered in it anew. Does nothing
+ * while a job is still out. */
+void roundtrim_py_gil_interpreter_ended(void);
+
+/* How many times an interpreter was seen gone: what was read of an older one (its gc statistics)
+ * is not the current one's. */
+unsigned roundtrim_py_gil_generation(void);
 
 /* exec begins (true): a job waiting for the GIL gives up, and none starts, until it fails
  * (false). Never blocks. */
