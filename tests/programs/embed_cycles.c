@@ -9,7 +9,8 @@
  * interpreter (its shutdown runs callbacks before finalization). With "wait" (and roundtrim
  * preloaded), each interpreter waits up to 5 s for a full collection it did not make itself: a
  * collection of roundtrim's. Prints one line per interpreter: "interpreter N collected_by_other
- * yes|no"; exit status 0 when every Py_FinalizeEx succeeded. */
+ * yes|no"; exit status 0 when every interpreter ran its code and every Py_FinalizeEx succeeded
+ * (odd interpreters end through Py_Finalize, even ones through Py_FinalizeEx). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -81,7 +82,10 @@ int main(int argc, char **argv)
         if (PyRun_SimpleString(code) != 0)
             rc = 1;
         free(code);
-        if (Py_FinalizeEx() != 0)
+        /* Both ways an embedder ends an interpreter, in turn. */
+        if (i % 2)
+            Py_Finalize();
+        else if (Py_FinalizeEx() != 0)
             rc = 1;
     }
     if (round_end) {
