@@ -3,7 +3,11 @@
  * The work runs on a helper thread of roundtrim's own, never on the caller: PyGILState_Ensure
  * cannot time out, and a thread that asks for the GIL while the interpreter finalizes is ended
  * by CPython (pthread_exit before 3.14) or blocked for good (3.14). Either fate stays with the
- * helper; the caller only waits, and gives up after the bound. */
+ * helper; the caller only waits, and gives up after the bound (a helper ended so is replaced at
+ * the next job). Worse, a helper still waiting when an embedder's next interpreter starts wakes
+ * in it holding a thread state of the old one, and CPython aborts the process: so before an
+ * interpreter finalizes (roundtrim_py_gil_interpreter_ending) no job is left waiting for the
+ * GIL, and none starts until it is gone. */
 #ifndef ROUNDTRIM_RUNTIME_PYTHON_GIL_H
 #define ROUNDTRIM_RUNTIME_PYTHON_GIL_H
 
