@@ -3,15 +3,20 @@
  * of roundtrim's may be waiting for the GIL: one still waiting when finalization begins is ended
  * by CPython, or wakes in the next interpreter holding a thread state of the old one, and CPython
  * aborts the process when it gives it back. After it, the next interpreter gets the jobs again.
- * CPython's own executable calls them inside itself, unseen here: its interpreter finalizes once,
- * at exit, covered by threading's shutdown callbacks (runtime/python/gil.c). */
+ * An embedder that opens libpython with dlopen and looks them up with dlsym gets the wrappers too
+ * (shim/dlsym_hook.c). CPython's own executable calls them inside itself, unseen here: its
+ * interpreter finalizes once, at exit, covered by threading's shutdown callbacks
+ * (runtime/python/gil.c). */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "runtime/core/export.h"
 #include "runtime/core/real_dlsym.h"
 #include "runtime/core/settings.h"
 #include "runtime/python/bridge.h"
+#include "shim/py_finalize.h"
 
 typedef int (*finalize_ex_fn)(void);
 typedef void (*finalize_fn)(void);
@@ -76,4 +81,18 @@ void Py_Finalize(void)
     if (real)
         real();
     leave(wrap);
+}
+
+void *roundtrim_py_finalize_dlsym_substitute(void *handle, const char *name)
+{
+    roundtrim_dlsym_fn lookup = roundtrim_real_dlsym();
+    bool ex = strcmp(name, "Py_FinalizeEx") == 0;
+    if (!lookup || (!ex && strcmp(name, "Py_Finalize") != 0))
+        return NULL;
+    /* Only a libpython of the global scope (opened RTLD_GLOBAL), the one roundtrim's jobs run
+     * in: the wrapper forwards to that one. */
+    void *next = roundtrim_next_symbol(name);
+    if (!next || lookup(handle, name) != next)
+        return NULL;
+    return ex ? (void *)Py_FinalizeEx : (void *)Py_Finalize;
 }
