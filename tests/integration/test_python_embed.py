@@ -31,16 +31,18 @@ def interpreters(stdout):
     return [line.rsplit(" ", 1)[0] for line in stdout.splitlines()]
 
 
-@pytest.mark.parametrize("variant", ["plain", "threading"])
+@pytest.mark.parametrize("variant", [["plain"], ["threading"], ["plain", "lookup"]],
+                         ids=["plain", "threading", "lookup"])
 def test_restarted_interpreters_run_as_bare(run_shim, variant):
-    """With threading imported in each interpreter or not: every run ends 0, runs all 40
+    """With threading imported in each interpreter or not, and with Py_Finalize[Ex] called as
+    linked or found with dlsym on libpython's handle (lookup): every run ends 0, runs all 40
     interpreters, writes nothing on stderr (no "Fatal Python error", no "Exception ignored" from a
     __del__ run by a collection in the middle of finalization), and records its rounds."""
     exe = embed_cycles()
-    bare = run_shim([exe, "40", variant], preload=False, log=False)
+    bare = run_shim([exe, "40", *variant], preload=False, log=False)
     assert bare.returncode == 0 and bare.stderr == "", bare.stderr
     for run in range(RUNS):
-        res = run_shim([exe, "40", variant], env=ENV)
+        res = run_shim([exe, "40", *variant], env=ENV)
         assert (res.returncode, res.stderr) == (0, ""), f"run {run}: {res.stderr[-3000:]}"
         assert interpreters(res.stdout) == interpreters(bare.stdout)
         assert len(res.rounds) > 10

@@ -1,7 +1,7 @@
 /* An embedder that starts and finalizes CPython again and again (Py_Initialize, Py_FinalizeEx),
  * as plugin hosts and test runners do, while a thread of its own ends a round every millisecond
  * (roundtrim_round_end, when roundtrim is preloaded; bare, there are no rounds).
- *   embed_cycles CYCLES [plain|threading] [wait]
+ *   embed_cycles CYCLES [plain|threading] [wait] [lookup]
  * Each interpreter turns automatic gc off and makes cyclic garbage whose __del__ reads a global
  * of __main__: bare, the interpreter's own collection at finalization runs it while the globals
  * still exist, so it never prints "Exception ignored"; a collection run in the middle of
@@ -10,7 +10,8 @@
  * preloaded), each interpreter waits up to 5 s for a full collection it did not make itself: a
  * collection of roundtrim's. Prints one line per interpreter: "interpreter N collected_by_other
  * yes|no"; exit status 0 when every interpreter ran its code and every Py_FinalizeEx succeeded
- * (odd interpreters end through Py_Finalize, even ones through Py_FinalizeEx). */
+ * (odd interpreters end through Py_Finalize, even ones through Py_FinalizeEx; with "lookup", both
+ * are found with dlsym on libpython's handle, as plugin hosts that open libpython do). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -59,12 +60,46 @@ static const char body[] =
     "for _ in range(500):\n"
     "    Node()\n";
 
+static bool has_arg(int argc, char **argv, const char *word)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], word) == 0)
+            return true;
+    return false;
+}
+
+/* The ways to end an interpreter: Py_Finalize and Py_FinalizeEx as linked, or (lookup) as a
+ * plugin host that opened libpython finds them: dlsym on libpython's handle. */
+struct finalizers {
+    void (*finalize)(void);
+    int (*finalize_ex)(void);
+};
+
+static bool find_finalizers(bool lookup, struct finalizers *f)
+{
+    f->finalize = Py_Finalize;
+    f->finalize_ex = Py_FinalizeEx;
+    if (!lookup)
+        return true;
+    Dl_info info;
+    void *h = dladdr((void *)Py_Initialize, &info) ? dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD)
+                                                   : NULL;
+    if (!h)
+        return false;
+    f->finalize = (void (*)(void))dlsym(h, "Py_Finalize");
+    f->finalize_ex = (int (*)(void))dlsym(h, "Py_FinalizeEx");
+    return f->finalize && f->finalize_ex;
+}
+
 int main(int argc, char **argv)
 {
     int cycles = argc > 1 ? atoi(argv[1]) : 40;
-    bool threading = argc > 2 && strcmp(argv[2], "threading") == 0;
+    bool threading = has_arg(argc, argv, "threading");
     void *round_end = dlsym(RTLD_DEFAULT, "roundtrim_round_end");
-    bool wait = argc > 3 && strcmp(argv[3], "wait") == 0 && round_end;
+    bool wait = has_arg(argc, argv, "wait") && round_end;
+    struct finalizers fin;
+    if (!find_finalizers(has_arg(argc, argv, "lookup"), &fin))
+        return 2;
     pthread_t t;
     if (round_end && pthread_create(&t, NULL, rounds, round_end) != 0)
         return 2;
@@ -84,8 +119,8 @@ int main(int argc, char **argv)
         free(code);
         /* Both ways an embedder ends an interpreter, in turn. */
         if (i % 2)
-            Py_Finalize();
-        else if (Py_FinalizeEx() != 0)
+            fin.finalize();
+        else if (fin.finalize_ex() != 0)
             rc = 1;
     }
     if (round_end) {
