@@ -20,6 +20,7 @@
 
 #include "runtime/core/real_dlsym.h"
 #include "shim/cuda_hooks.h"
+#include "shim/py_finalize.h"
 #include "shim/trim_hook.h"
 
 /* Only the driver's naming scheme: cudnnCreate, cublas*, curl_* have a lower-case third letter. */
@@ -49,6 +50,10 @@ void *roundtrim_dlsym_decide(void *handle, const char *name, const void *caller)
     /* ctypes.CDLL("libc.so.6").malloc_trim: the program's own trim, counted. */
     if (name[0] == 'm' && strcmp(name, "malloc_trim") == 0)
         return roundtrim_trim_dlsym_substitute(handle);
+    /* An embedder's dlsym(libpython, "Py_FinalizeEx"): the wrapper that keeps roundtrim's Python
+     * jobs out of the finalization. */
+    if (name[0] == 'P' && strncmp(name, "Py_Finalize", 11) == 0)
+        return roundtrim_py_finalize_dlsym_substitute(handle, name);
     if (!is_driver_name(name))
         return NULL;
     deciding = 1;

@@ -225,9 +225,26 @@ void roundtrim_python_exec(bool begun)
         roundtrim_py_gil_exec(begun);
 }
 
+void roundtrim_python_finalize_begin(void)
+{
+    if (roundtrim_python_found() && P.IsInitialized())
+        roundtrim_py_gil_interpreter_ending();
+}
+
+void roundtrim_python_finalize_end(void)
+{
+    if (roundtrim_python_found())
+        roundtrim_py_gil_interpreter_ended();
+}
+
 static const char *absent(void)
 {
-    return roundtrim_python_loaded() ? "no_interpreter" : "no_python";
+    if (!roundtrim_python_loaded())
+        return "no_python";
+    /* No interpreter runs now: one that finalized unseen by roundtrim_python_finalize_end (a
+     * Py_Main or Py_RunMain of an embedder) is gone, and the next one gets jobs again. */
+    roundtrim_py_gil_interpreter_ended();
+    return "no_interpreter";
 }
 
 static uint64_t gc_small_freed; /* the last collection's, in bytes */

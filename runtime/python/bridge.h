@@ -20,6 +20,12 @@ bool roundtrim_python_found(void);
  * job starts any more. */
 void roundtrim_python_exiting(void);
 
+/* An embedder calls Py_FinalizeEx or Py_Finalize (shim/py_finalize.c), on its thread holding the
+ * GIL: begin before the interpreter finalizes (no job of ours is left waiting for the GIL, and none
+ * starts), end after (the next interpreter gets jobs again). */
+void roundtrim_python_finalize_begin(void);
+void roundtrim_python_finalize_end(void);
+
 /* An exec begins (true) or failed (false): see roundtrim_py_gil_exec. */
 void roundtrim_python_exec(bool begun);
 

@@ -27,7 +27,13 @@ static enum req_state state = IDLE;
 static roundtrim_py_job cur_job;
 static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
 static const char *cur_why;
-static bool exiting; /* the program's interpreter began to shut down: no job starts any more */
+static bool exiting; /* the process is ending: no job starts any more */
+/* The interpreter is about to finalize (its threading shutdown, or an embedder's Py_FinalizeEx):
+ * no job starts until it is gone. Cleared once it is: an embedder may start another one. */
+static bool interp_ending;
+/* Bumped each time an interpreter is known to be gone: what was learnt of the old one (its gc
+ * statistics, its threading module) is not the next one's. */
+static unsigned generation;
 /* An exec is replacing the process: a job still waiting for the GIL gives up (the thread calling
  * exec may hold it); cleared again when the exec fails. */
 static bool exec_begun;
@@ -47,30 +53,73 @@ static void init_conds(void)
     conds_ready = true;
 }
 
+/* Waits, the GIL released when the caller holds it, until no job is queued, waiting for the GIL,
+ * running or abandoned by its caller while the helper may still be inside PyGILState_Ensure: the
+ * helper takes the GIL, sees interp_ending and gives it back. 10 s at most. */
+static void wait_jobs_out(void)
+{
+    pthread_mutex_lock(&lock);
+    bool busy = state != IDLE && state != DONE;
+    pthread_mutex_unlock(&lock);
+    if (!busy || !conds_ready)
+        return;
+    void *tstate = roundtrim_py_caller_holds_gil() ? roundtrim_py.Eval_SaveThread() : NULL;
+    struct timespec dl = roundtrim_deadline_ms(10000);
+    pthread_mutex_lock(&lock);
+    while (state != IDLE && state != DONE && helper_started &&
+           pthread_cond_timedwait(&to_caller, &lock, &dl) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&lock);
+    if (tstate)
+        roundtrim_py.Eval_RestoreThread(tstate);
+}
+
+void roundtrim_py_gil_interpreter_ending(void)
+{
+    pthread_mutex_lock(&lock);
+    interp_ending = true;
+    if (conds_ready)
+        pthread_cond_broadcast(&to_caller); /* a caller waiting for the GIL gives up */
+    pthread_mutex_unlock(&lock);
+    wait_jobs_out();
+}
+
+/* The interpreter is gone (the caller saw it so, with no job in the helper): jobs may start again
+ * in the next one, which registers the shutdown hook anew. Called with the lock held. */
+static void interpreter_gone(void)
+{
+    interp_ending = false;
+    shutdown_hook_added = false;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+}
+
+void roundtrim_py_gil_interpreter_ended(void)
+{
+    pthread_mutex_lock(&lock);
+    if (state == IDLE || state == DONE)
+        interpreter_gone();
+    pthread_mutex_unlock(&lock);
+}
+
+unsigned roundtrim_py_gil_generation(void)
+{
+    return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+}
+
 /* Called by threading._shutdown(), on the main thread holding the GIL, before the interpreter
  * starts finalizing. A job running then could lose the GIL inside an extension's deallocator
  * (PyTorch releases it there) and find the interpreter finalizing when it takes it back:
  * CPython then ends the helper thread with pthread_exit, whose unwinding through the
- * extension's C++ frames aborts the process. So from here on no job starts, and a job already
- * running is waited for, the GIL released meanwhile so that it can finish. */
+ * extension's C++ frames aborts the process. A job still waiting in PyGILState_Ensure would
+ * wait through the finalization: CPython ends it too, or, when the embedder starts another
+ * interpreter, it wakes in that one holding a thread state of the old one, and CPython aborts
+ * the process when it gives it back. So from here on no job starts in this interpreter, and a
+ * job queued or running is waited for, the GIL released meanwhile so that it can finish. */
 static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
 {
     (void)self;
     (void)unused;
-    pthread_mutex_lock(&lock);
-    exiting = true;
-    bool busy = state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN;
-    pthread_mutex_unlock(&lock);
-    if (busy) {
-        void *tstate = roundtrim_py.Eval_SaveThread();
-        struct timespec dl = roundtrim_deadline_ms(10000);
-        pthread_mutex_lock(&lock);
-        while ((state == QUEUED || state == HAS_GIL || state == RUNNING_ORPHAN) &&
-               pthread_cond_timedwait(&to_caller, &lock, &dl) != ETIMEDOUT)
-            ;
-        pthread_mutex_unlock(&lock);
-        roundtrim_py.Eval_RestoreThread(tstate);
-    }
+    roundtrim_py_gil_interpreter_ending();
     roundtrim_py.IncRef(roundtrim_py.None);
     return roundtrim_py.None;
 }
@@ -102,38 +151,77 @@ static void add_shutdown_hook(void)
         roundtrim_py.Err_Clear(); /* no such function, or shutdown already under way */
 }
 
+/* CPython ended the helper inside PyGILState_Ensure (pthread_exit: it asked for the GIL while the
+ * interpreter finalized): the request ends as "finalizing", and the next job starts a new
+ * helper. */
+static void helper_ended_in_ensure(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&lock);
+    helper_started = false;
+    cur_why = "finalizing";
+    state = state == ABANDONED ? IDLE : DONE;
+    pthread_cond_broadcast(&to_caller);
+    pthread_mutex_unlock(&lock);
+}
+
+/* PyGILState_Ensure, with helper_ended_in_ensure run should CPython end the thread in it. */
+static int ensure_or_end(void)
+{
+    volatile int gs = 0; /* volatile: the cleanup's setjmp must not clobber it */
+    pthread_cleanup_push(helper_ended_in_ensure, NULL);
+    gs = roundtrim_py.GILState_Ensure();
+    pthread_cleanup_pop(0);
+    return gs;
+}
+
+/* Takes the GIL for the queued job, with the lock released: taking it may block for a long
+ * time, or end this thread when the interpreter finalizes. Never while the interpreter is about to
+ * finalize: a thread still waiting for the GIL when finalization begins may wake in the next
+ * interpreter an embedder starts, holding a thread state of the old one. */
+static bool take_gil(int *gs)
+{
+    bool can = !interp_ending && !exiting;
+    pthread_mutex_unlock(&lock);
+    can = can && roundtrim_py_running();
+    if (can)
+        *gs = ensure_or_end();
+    pthread_mutex_lock(&lock);
+    return can;
+}
+
 /* Runs the queued job under the GIL (called and returning with the lock held). */
 static void serve_one(void)
 {
-    /* The GIL is taken with the lock released: taking it may block for a long time, or end this
-     * thread when the interpreter finalizes. */
-    pthread_mutex_unlock(&lock);
-    bool can = roundtrim_py_running();
-    int gs = can ? roundtrim_py.GILState_Ensure() : 0;
-    pthread_mutex_lock(&lock);
-    if (!can) {
-        cur_why = "finalizing";
+    int gs = 0;
+    if (!take_gil(&gs)) {
+        cur_why = exiting ? "exiting" : "finalizing";
         state = state == ABANDONED ? IDLE : DONE;
         pthread_cond_broadcast(&to_caller);
         return;
     }
     if (state == ABANDONED) {
-        state = IDLE;
         pthread_mutex_unlock(&lock);
         roundtrim_py.GILState_Release(gs);
         pthread_mutex_lock(&lock);
+        state = IDLE;
+        pthread_cond_broadcast(&to_caller);
         return;
     }
     state = HAS_GIL;
     result = (struct roundtrim_py_result){0, 0, 0};
+    /* Read under the lock, after the GIL was taken: one who set them and waits for the job to
+     * be out holds the GIL no more. */
+    const char *why = exiting ? "exiting" : interp_ending ? "finalizing" : NULL;
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
     /* Checked again under the GIL: finalization may have begun while we waited. */
-    const char *why = "finalizing";
-    if (roundtrim_py_running()) {
+    if (!why && !roundtrim_py_running())
+        why = "finalizing";
+    if (!why) {
         add_shutdown_hook();
         uint64_t cpu0 = roundtrim_thread_cpu_us();
-        why = __atomic_load_n(&exiting, __ATOMIC_ACQUIRE) ? "exiting" : cur_job(&result);
+        why = cur_job(&result);
         __atomic_add_fetch(&jobs_cpu_us, roundtrim_thread_cpu_us() - cpu0, __ATOMIC_RELAXED);
     }
     roundtrim_py.GILState_Release(gs);
@@ -159,6 +247,7 @@ static void *helper_main(void *unused)
         }
         if (state == ABANDONED) {
             state = IDLE;
+            pthread_cond_broadcast(&to_caller);
             continue;
         }
         serve_one();
@@ -184,7 +273,7 @@ static bool start_helper(void)
 static bool wait_leave(enum req_state from, unsigned ms, bool until_exit)
 {
     struct timespec dl = roundtrim_deadline_ms(ms);
-    while (state == from && !(until_exit && (exiting || exec_begun))) {
+    while (state == from && !(until_exit && (exiting || interp_ending || exec_begun))) {
         if (pthread_cond_timedwait(&to_caller, &lock, &dl) == ETIMEDOUT)
             break;
     }
@@ -205,8 +294,11 @@ static bool wait_leave_started(unsigned ms)
 const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
                                   unsigned gil_wait_ms, unsigned run_wait_ms)
 {
-    if (!roundtrim_py.found || !roundtrim_py.IsInitialized()) {
+    if (!roundtrim_py.found)
         return "no_python";
+    if (!roundtrim_py.IsInitialized()) {
+        roundtrim_py_gil_interpreter_ended(); /* the next interpreter gets jobs again */
+        return "no_interpreter";
     }
     if (!roundtrim_py_running()) {
         return "finalizing";
@@ -217,9 +309,9 @@ const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_resu
         return "caller_holds_gil";
     }
     pthread_mutex_lock(&lock);
-    if (exiting || exec_begun) {
+    if (exiting || interp_ending || exec_begun) {
         pthread_mutex_unlock(&lock);
-        return exiting ? "exiting" : "exec";
+        return exiting ? "exiting" : interp_ending ? "finalizing" : "exec";
     }
     if (state != IDLE) {
         pthread_mutex_unlock(&lock);
@@ -238,7 +330,10 @@ const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_resu
      * the GIL for good (os._exit). One that runs is waited for as usual. */
     if (!wait_leave(QUEUED, gil_wait_ms, true)) {
         state = ABANDONED;
-        why = exiting ? "exiting" : exec_begun ? "exec" : "gil_timeout";
+        why = exiting         ? "exiting"
+              : interp_ending ? "finalizing"
+              : exec_begun    ? "exec"
+                              : "gil_timeout";
     } else if (!wait_leave(HAS_GIL, run_wait_ms, false)) {
         state = RUNNING_ORPHAN;
         why = "job_timeout";
@@ -304,6 +399,7 @@ void roundtrim_py_gil_fork_child(void)
     helper_started = false;
     state = IDLE;
     exiting = false; /* the child inherits the parent's threading module, our hook included */
+    interp_ending = false;
     exec_begun = false;
 }
 

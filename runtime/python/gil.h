@@ -3,7 +3,11 @@
  * The work runs on a helper thread of roundtrim's own, never on the caller: PyGILState_Ensure
  * cannot time out, and a thread that asks for the GIL while the interpreter finalizes is ended
  * by CPython (pthread_exit before 3.14) or blocked for good (3.14). Either fate stays with the
- * helper; the caller only waits, and gives up after the bound. */
+ * helper; the caller only waits, and gives up after the bound (a helper ended so is replaced at
+ * the next job). Worse, a helper still waiting when an embedder's next interpreter starts wakes
+ * in it holding a thread state of the old one, and CPython aborts the process: so before an
+ * interpreter finalizes (roundtrim_py_gil_interpreter_ending) no job is left waiting for the
+ * GIL, and none starts until it is gone. */
 #ifndef ROUNDTRIM_RUNTIME_PYTHON_GIL_H
 #define ROUNDTRIM_RUNTIME_PYTHON_GIL_H
 
@@ -26,7 +30,8 @@ typedef const char *(*roundtrim_py_job)(struct roundtrim_py_result *out);
 
 /* Runs job on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and then
  * at most run_wait_ms for the job. Returns NULL, with the job's results copied to *out, when it
- * ran in time and succeeded; else why not (stable names): "no_python", "finalizing",
+ * ran in time and succeeded; else why not (stable names): "no_python", "no_interpreter",
+ * "finalizing",
  * "caller_holds_gil", "exiting", "exec", "busy", "thread_failed", "gil_timeout", "job_timeout",
  * or the job's own. A job abandoned before
  * it got the GIL never runs; one still running past run_wait_ms finishes on its own, its results
@@ -37,6 +42,21 @@ const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_resu
 /* The process is ending: a caller waiting for the GIL or for its job gives up at once
  * ("exiting"), and no job starts any more. */
 void roundtrim_py_gil_exiting(void);
+
+/* The interpreter is about to finalize: called on the thread that finalizes it, holding the GIL
+ * (threading's shutdown callbacks, an embedder's Py_FinalizeEx). No job starts in it any more
+ * ("finalizing"), and a job queued, waiting for the GIL or running is waited for (10 s at most),
+ * the GIL released meanwhile: no helper may still wait for the GIL once finalization begins. */
+void roundtrim_py_gil_interpreter_ending(void);
+
+/* No interpreter runs (Py_FinalizeEx returned, or Py_IsInitialized says none): the next one an
+ * embedder starts gets jobs again, and the shutdown hook is registered in it anew. Does nothing
+ * while a job is still out. */
+void roundtrim_py_gil_interpreter_ended(void);
+
+/* How many times an interpreter was seen gone: what was read of an older one (its gc statistics)
+ * is not the current one's. */
+unsigned roundtrim_py_gil_generation(void);
 
 /* exec begins (true): a job waiting for the GIL gives up, and none starts, until it fails
  * (false). Never blocks. */

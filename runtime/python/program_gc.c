@@ -80,10 +80,27 @@ static const char *read_job(struct roundtrim_py_result *out)
     return NULL;
 }
 
+/* The interpreter whose statistics seen and the others hold (roundtrim_py_gil_generation). */
+static unsigned seen_generation;
+
+/* An embedder ended the interpreter and started another: its counts start again from nothing,
+ * and its startup's collections are not news either. */
+static void forget_older_interpreter(void)
+{
+    unsigned gen = roundtrim_py_gil_generation();
+    if (gen == seen_generation)
+        return;
+    seen_generation = gen;
+    seen = all_seen = found_seen = 0;
+    latest = all_latest = -1;
+    baseline_taken = false;
+}
+
 bool roundtrim_python_program_collected(const char **unreachable)
 {
     struct roundtrim_py_result res;
     *unreachable = NULL;
+    forget_older_interpreter();
     const char *why =
         roundtrim_py_with_gil(read_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS, ROUNDTRIM_PY_GIL_WAIT_MS);
     if (!why) {

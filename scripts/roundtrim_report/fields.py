@@ -164,7 +164,7 @@ SKIP_REASONS = {
     "job_timeout": "the Python job waited longer than ROUNDTRIM_PY_JOB_WAIT_MS",
     "busy": "an earlier Python job that ran past its wait had not ended yet",
     "exec": "the process was replacing itself (exec)",
-    "finalizing": "the interpreter was shutting down",
+    "finalizing": "the interpreter was shutting down (at exit, or an embedder's Py_FinalizeEx)",
     "caller_holds_gil": "the thread that asked held the GIL itself",
     "thread_failed": "roundtrim's Python helper thread could not be started",
     "no_python": "not a Python process",
@@ -247,4 +247,5 @@ EXPECTED_SKIP_REASONS = (
     "no_yield",
     "budget",
     "pause_limit",
+    "finalizing",
 )
