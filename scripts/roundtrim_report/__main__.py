@@ -39,12 +39,11 @@ from . import diagnosis as roundtrim_diagnosis  # noqa: E402 (after the bytecode
 from . import html as roundtrim_html  # noqa: E402
 from . import sites as roundtrim_sites  # noqa: E402
 from . import text as roundtrim_text  # noqa: E402
-from .stats import slope  # noqa: E402
+from .checks import bad_field, is_number  # noqa: E402
+from .common import MIB, PROG, mib, mib_or_none, plural, trend_per_round  # noqa: E402
 from .symbols import Resolver  # noqa: E402
-from .fields import ROUND_FIELDS, SKIP_FIELDS, SKIP_REASONS, STEP_SKIPS  # noqa: E402
+from .fields import SKIP_FIELDS, SKIP_REASONS, STEP_SKIPS  # noqa: E402
 
-PROG = "roundtrim report"
-MIB = 1024.0 * 1024.0
 MAX_PANELS = 6
 MAX_WARNINGS = 5  # the notes of skipped lines shown; the others are counted
 
@@ -461,102 +460,6 @@ def complete_tail(line):
     return record if isinstance(record, dict) else None
 
 
-# ---- checking a record's fields ---------------------------------------------------------------
-
-# The library writes counters, sizes and times as unsigned 64-bit numbers: beyond that, a value
-# is no measurement (Python's JSON parser also lets NaN, Infinity and 1e308 through).
-NUMBER_LIMIT = 2.0**64
-
-
-def is_number(value, whole=False):
-    """A finite number from 0 to below 2^64 (whole: an integer); never a bool."""
-    if type(value) is int:  # the common case first, and one too long for math.isfinite
-        return 0 <= value < NUMBER_LIMIT
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if whole and not isinstance(value, int):
-        return False
-    return math.isfinite(value) and 0 <= value < NUMBER_LIMIT
-
-
-def is_signed(value):
-    """A finite number between -2^64 and 2^64; never a bool (a slope or a growth may be
-    negative)."""
-    if type(value) is int:
-        return -NUMBER_LIMIT < value < NUMBER_LIMIT
-    return (isinstance(value, float) and math.isfinite(value)
-            and -NUMBER_LIMIT < value < NUMBER_LIMIT)
-
-
-def is_text_list(value):
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-# (check, what was expected) for each kind of field.
-NUMBER = (is_number, "a number from 0 to below 2^64")
-NUMBER_OR_NULL = (lambda v: v is None or is_number(v), "a number from 0 to below 2^64, or null")
-WHOLE = (lambda v: is_number(v, whole=True), "a whole number from 0 to below 2^64")
-TEXT = (lambda v: v is None or isinstance(v, str), "text or null")
-FLAG = (lambda v: v is None or isinstance(v, bool), "true, false or null")
-SIGNED = (lambda v: is_signed(v), "a number between -2^64 and 2^64")
-SIGNED_OR_NULL = (lambda v: v is None or is_signed(v), "a number between -2^64 and 2^64, or null")
-NUMBERS_BY_NAME = (lambda v: isinstance(v, dict)
-                   and all(x is None or is_signed(x) for x in v.values()),
-                   "an object of numbers between -2^64 and 2^64 or nulls")
-TEXTS = (is_text_list, "a list of text")
-PID = (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**31,
-       "a process id, a whole number above 0")
-
-OBJECT_OR_NULL = (lambda v: v is None or isinstance(v, dict), "an object or null")
-# Each check the round record's field table (roundtrim_report/fields.py) names.
-CHECKS = {"number": NUMBER, "number_or_null": NUMBER_OR_NULL, "whole": WHOLE, "text": TEXT,
-          "flag": FLAG, "texts": TEXTS, "pid": PID, "object_or_null": OBJECT_OR_NULL}
-
-# The fields of the other records the report reads or that the library writes as numbers, lists
-# or text; a field not listed here or in the round record's table is not checked (a newer
-# library may add some).
-FIELD_KINDS = {
-    "ppid": PID, "percent": NUMBER,
-    "hooks_attached": TEXTS, "hooks_missing": TEXTS, "hooks_not_imported": TEXTS, "py_hooks": TEXTS,
-    # the diagnosis record's figures
-    "first_round": WHOLE, "last_round": WHOLE, "growth_bytes_per_round": SIGNED,
-    "growth_noise_bytes_per_round": WHOLE,
-    "recovered_bytes_per_round": SIGNED, "gc_collected_per_round": SIGNED_OR_NULL,
-    "heap_free_percent": SIGNED_OR_NULL, "slopes": NUMBERS_BY_NAME,
-    "shares": NUMBERS_BY_NAME, "recovered": NUMBERS_BY_NAME, "mixed": FLAG, "collected": FLAG,
-    "held": NUMBERS_BY_NAME, "findings": TEXTS, "persisted_windows": WHOLE,
-    "growing_since": WHOLE, "decide_round": WHOLE, "uncounted_bytes_per_round": SIGNED,
-}
-FIELD_KINDS.update((key, NUMBER) for key in (
-    "rss", "used_bytes", "limit_bytes", "rounds", "rounds_unrecorded", "cleanups"))
-FIELD_KINDS.update((key, TEXT) for key in (
-    "role", "exe", "level", "limit_source", "py_hook_mode", "sites_skipped", "cause",
-    "cause_skipped", "advice", "decided_by", "computed_by", "sites_native_skipped",
-    "native_frames_skipped"))
-FIELD_KINDS.update((key, CHECKS[check]) for key, check, _, _ in ROUND_FIELDS)
-
-
-def shown(value, limit=40):
-    """A value as the log has it, cut to limit characters."""
-    try:
-        text = json.dumps(value, separators=(",", ":"))
-    except ValueError:  # a number too long to write back
-        text = "a number too long to show"
-    except RecursionError:
-        text = "a value nested too deep to show"
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def bad_field(record):
-    """The first field that keeps a record out of the report, and why ("rss_before is "big"
-    (expected ...)"); (None, None) when there is none."""
-    for key, value in record.items():
-        kind = FIELD_KINDS.get(key)
-        if kind and not kind[0](value):
-            return key, f"{key} is {shown(value)} (expected {kind[1]})"
-    return None, None
-
-
 EVENTS = ("start", "round", "pressure", "sites", "diagnosis", "exit", "exec")
 
 
@@ -671,20 +574,6 @@ def read_records(lines, path, new_process, only_pid=None, clean=False):
 # ---- the table ------------------------------------------------------------------------------
 
 
-def plural(n, word):
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def mib(value):
-    if not isinstance(value, (int, float)):
-        return ""
-    return f"{value / MIB:.1f}"
-
-
-def mib_or_none(value):
-    return value / MIB if isinstance(value, (int, float)) else None
-
-
 def rel_time(record, t0):
     ts = record.get("ts")
     if not isinstance(ts, (int, float)) or t0 is None:
@@ -711,16 +600,6 @@ def device_held(record):
         return live + cached
     value = record.get("cuda_live_bytes")
     return value if is_number(value, whole=True) else None
-
-
-def trend_per_round(rounds, key):
-    """Least-squares slope of key (MiB) over round numbers; None with fewer than 2 points."""
-    xs, ys = array("Q"), array("d")  # 16 bytes a round: there may be millions
-    for x, y in zip(rounds.field("round"), rounds.field(key)):
-        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
-            xs.append(x)
-            ys.append(y / MIB)
-    return slope(xs, ys)
 
 
 def table_columns(proc):
