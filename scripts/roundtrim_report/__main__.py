@@ -17,8 +17,6 @@ Run as a module: `python3 -m roundtrim_report` with this package's folder on sys
 """
 
 import argparse
-import json
-import math
 import os
 import sys
 
@@ -27,11 +25,11 @@ import sys
 # sets this before the package's own __init__ is read.)
 sys.dont_write_bytecode = True
 
-from . import diagnosis as roundtrim_diagnosis  # noqa: E402 (after the bytecode setting)
-from . import html as roundtrim_html  # noqa: E402
+from . import html as roundtrim_html  # noqa: E402 (after the bytecode setting)
 from . import sites as roundtrim_sites  # noqa: E402
 from . import text as roundtrim_text  # noqa: E402
-from .common import MIB, PROG, plural, trend_per_round  # noqa: E402
+from .common import PROG, plural  # noqa: E402
+from .json_report import print_json  # noqa: E402
 from .plot import MAX_PANELS, cgroup_on_own_axis, cgroup_ratio, draw  # noqa: E402
 from .roundlog import Process, log_lines, read_records  # noqa: E402
 from .symbols import Resolver  # noqa: E402
@@ -217,36 +215,6 @@ def parse_args(argv):
 
 
 # ---- main -----------------------------------------------------------------------------------
-
-
-def print_json(procs, resolver, out):
-    """--json: per process, what it is, its trend and its diagnosis; one JSON document, written
-    a process at a time."""
-    out.write('{\n "processes": [')
-    for n, proc in enumerate(procs):
-        trend = trend_per_round(proc.rounds, "rss_after")
-        entry = {
-            "pid": proc.pid,
-            "role": proc.role,
-            "exe": proc.exe,
-            "rounds": len(proc.rounds),
-            "rss_trend_bytes_per_round": None if trend is None else round(trend * MIB),
-            "diagnosis": roundtrim_diagnosis.diagnosis_of(proc, resolver),
-        }
-        text = json.dumps(finite(entry), indent=1, allow_nan=False)
-        out.write(("," if n else "") + "\n  " + text.replace("\n", "\n  "))
-    out.write("\n ]\n}\n")
-
-
-def finite(value):
-    """value with NaN and the infinities as null: JSON has no such numbers."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [finite(v) for v in value]
-    return value
 
 
 def main(argv):
