@@ -101,5 +101,3 @@ def bad_field(record):
         if kind and not kind[0](value):
             return key, f"{key} is {shown(value)} (expected {kind[1]})"
     return None, None
-
-

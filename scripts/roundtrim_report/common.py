@@ -32,4 +32,3 @@ def trend_per_round(rounds, key):
             xs.append(x)
             ys.append(y / MIB)
     return slope(xs, ys)
-

@@ -36,4 +36,3 @@ def finite(value):
     if isinstance(value, list):
         return [finite(v) for v in value]
     return value
-

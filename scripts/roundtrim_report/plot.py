@@ -274,5 +274,3 @@ def draw(procs, png):
     if not os.path.isfile(png) or os.path.getsize(png) == 0:
         return f"cannot draw {png}: the plotting tool wrote nothing"
     return None
-
-

@@ -375,5 +375,3 @@ def device_held(record):
         return live + cached
     value = record.get("cuda_live_bytes")
     return value if is_number(value, whole=True) else None
-
-

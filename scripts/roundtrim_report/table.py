@@ -270,5 +270,3 @@ def print_hooks(exit_record, out):
         names = exit_record.get(key)
         if names:
             print(f"  {title}: {', '.join(names)}", file=out)
-
-
