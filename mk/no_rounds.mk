@@ -8,7 +8,8 @@ $(NO_ROUNDS_QUICK_OBJ): runtime/output/no_rounds.c
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -DROUNDTRIM_NO_ROUNDS_AFTER_S=2 $(DEP_FLAGS) -c $< -o $@
 
-$(NO_ROUNDS_QUICK): $(filter-out $(BUILD)/obj/runtime/output/no_rounds.o,$(LIB_OBJS)) $(NO_ROUNDS_QUICK_OBJ)
+$(NO_ROUNDS_QUICK): $(filter-out $(BUILD)/obj/runtime/output/no_rounds.o,$(LIB_OBJS)) $(NO_ROUNDS_QUICK_OBJ) \
+                    | $(LIB_STUBS)
 	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
 
 -include $(wildcard $(NO_ROUNDS_QUICK_OBJ:.o=.d))
