@@ -9,7 +9,7 @@ $(NO_ROUNDS_QUICK_OBJ): runtime/output/no_rounds.c
 	$(CC) $(LIB_CFLAGS) -DROUNDTRIM_NO_ROUNDS_AFTER_S=2 $(DEP_FLAGS) -c $< -o $@
 
 $(NO_ROUNDS_QUICK): $(filter-out $(BUILD)/obj/runtime/output/no_rounds.o,$(LIB_OBJS)) $(NO_ROUNDS_QUICK_OBJ) \
-                    | $(LIB_STUBS)
+                    | $(LIB_STUBS) shim/musl_guard.map
 	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
 
 -include $(wildcard $(NO_ROUNDS_QUICK_OBJ:.o=.d))
