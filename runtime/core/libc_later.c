@@ -47,6 +47,7 @@ const char *roundtrim_signal_abbrev(int sig)
     sigabbrev_fn abbrev = (sigabbrev_fn)looked_up(&slot, "sigabbrev_np");
     if (abbrev)
         return abbrev(sig);
+    /* glibc's names: SIGIO is POLL there, its other name. */
     static const char *const names[] = {
         [SIGHUP] = "HUP",   [SIGINT] = "INT",       [SIGQUIT] = "QUIT", [SIGILL] = "ILL",
         [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT",     [SIGBUS] = "BUS",   [SIGFPE] = "FPE",
@@ -55,7 +56,7 @@ const char *roundtrim_signal_abbrev(int sig)
         [SIGCHLD] = "CHLD", [SIGCONT] = "CONT",     [SIGSTOP] = "STOP", [SIGTSTP] = "TSTP",
         [SIGTTIN] = "TTIN", [SIGTTOU] = "TTOU",     [SIGURG] = "URG",   [SIGXCPU] = "XCPU",
         [SIGXFSZ] = "XFSZ", [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF", [SIGWINCH] = "WINCH",
-        [SIGIO] = "IO",     [SIGPWR] = "PWR",       [SIGSYS] = "SYS",
+        [SIGIO] = "POLL",   [SIGPWR] = "PWR",       [SIGSYS] = "SYS",
     };
     return sig > 0 && (size_t)sig < sizeof names / sizeof names[0] ? names[sig] : NULL;
 }
