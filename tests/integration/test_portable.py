@@ -1,13 +1,14 @@
 """The library in other images than the one it was built on (docs/compatibility.md): it asks the
-loader for no glibc version above the baseline, names the libraries that held the pinned
-versions before glibc 2.34, keeps its musl guard out of glibc programs' way, and, where podman
-images of older glibc are at hand, loads and records rounds there."""
+loader for no glibc version above the baseline, binds what glibc 2.34 moved without a version,
+keeps its musl guard out of glibc programs' way, and, where podman images or unpacked libc6
+packages of older glibc are at hand, loads and records rounds there."""
 
 import os
 import platform
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,82 @@ def test_older_glibc_image_loads_the_library_and_records_rounds(tmp_path, image)
     log = (tmp_path / "log.jsonl").read_text()
     assert log.count('"event":"round"') == 3, log[:2000]
     assert '"event":"exit"' in log
+
+
+# A program that runs on any glibc: without the C start files, whose __libc_start_main reference
+# is the build's glibc's (2.34); it allocates in 3 rounds and a child ends each by SIGUSR1.
+ROUNDS_ANY_GLIBC_C = r"""
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int run(void)
+{
+    pid_t parent = getpid(), child = fork();
+    if (child == 0) {
+        for (int r = 0; r < 3; r++) {
+            usleep(200000);
+            kill(parent, SIGUSR1);
+        }
+        _exit(0);
+    }
+    for (int r = 0; r < 3; r++) {
+        char *p[100];
+        for (int i = 0; i < 100; i++) {
+            p[i] = malloc(100000);
+            memset(p[i], 1, 100000);
+        }
+        for (int i = 0; i < 100; i++)
+            free(p[i]);
+        usleep(200000);
+    }
+    waitpid(child, NULL, 0);
+    usleep(200000);
+    write(1, "rounds done\n", 12);
+    return 0;
+}
+__attribute__((force_align_arg_pointer)) void _start(void) { exit(run()); }
+"""
+
+
+def glibc_roots():
+    return os.environ.get("ROUNDTRIM_TEST_GLIBC_ROOTS", "").split()
+
+
+@pytest.mark.parametrize("root", glibc_roots() or [None])
+def test_older_glibc_root_runs_a_program_with_the_library(tmp_path, root):
+    """In each folder named by ROUNDTRIM_TEST_GLIBC_ROOTS (an older libc6 package unpacked with
+    dpkg -x: Ubuntu 14.04's glibc 2.19, say; docs/compatibility.md), a program run by chroot with
+    the library preloaded ends 3 rounds and the log holds them: only the folder's libc is used.
+    Without the library the program would end by the first signal."""
+    if root is None:
+        pytest.skip("ROUNDTRIM_TEST_GLIBC_ROOTS names no unpacked older glibc "
+                    "(docs/compatibility.md)")
+    if os.geteuid() != 0:
+        pytest.skip("chroot needs root")
+    src = tmp_path / "rounds.c"
+    src.write_text(ROUNDS_ANY_GLIBC_C)
+    work = Path(root) / f"roundtrim-test-{os.getpid()}"
+    work.mkdir()
+    try:
+        subprocess.run(["cc", "-O1", "-nostartfiles", "-fno-stack-protector", str(src), "-o",
+                        str(work / "rounds")], check=True)
+        shutil.copy(LIB, work / "libroundtrim.so")
+        inside = f"/{work.name}"
+        env = shim_env(preload=False)
+
+        def enter_root():
+            os.chroot(root)
+            os.chdir("/")
+
+        res = subprocess.run(
+            [f"{inside}/rounds"], preexec_fn=enter_root, capture_output=True, text=True,
+            timeout=120, env=dict(env, LD_PRELOAD=f"{inside}/libroundtrim.so",
+                                  ROUNDTRIM_LOG=f"{inside}/log.jsonl"))
+        assert (res.returncode, res.stdout) == (0, "rounds done\n"), res.stderr
+        log = (work / "log.jsonl").read_text()
+        assert log.count('"event":"round"') == 3, log[:2000]
+    finally:
+        shutil.rmtree(work)
+
