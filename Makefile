@@ -21,7 +21,7 @@ WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -g
 LIB_CFLAGS  := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
                -fno-semantic-interposition -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS)
-# The version script gives musl's loader its reason to decline the library (shim/musl_guard.h).
+# The version script gives musl's loader its reason to decline the library (shim/musl_guard.c).
 # The link-time stand-ins of libpthread and libdl come before libc (shim/link_stubs/): the
 # references to the functions glibc 2.34 moved into libc get no version, and bind at run time to
 # the oldest version of whichever of the image's libc, libpthread and libdl has them.

@@ -3,8 +3,7 @@
  * 1. The fork-child pid record, so that its fork handler runs before every other of ours.
  * 2. The allocator after roundtrim: everything below may allocate.
  * 3. libc's functions that the hooks forward to and cannot look up where they are called
- *    (signal handlers, vfork children, exec and _exit), and the value of the stand-in stdin
- *    (shim/musl_guard.h).
+ *    (signal handlers, vfork children, exec and _exit).
  * 4. The settings and the runtime (runtime/lifecycle.c): nothing more where roundtrim stays pure
  *    forwarding (secure-exec, ROUNDTRIM_DISABLE).
  * 5. The round signal's handler, then the sources that may end a round at once (the Python
@@ -14,7 +13,6 @@
 #include "runtime/core/settings.h"
 #include "runtime/core/vm_child.h"
 #include "runtime/lifecycle.h"
-#include "shim/musl_guard.h"
 #include "shim/signal_hooks.h"
 #include "shim/start.h"
 
@@ -28,7 +26,6 @@ static void start(void)
     roundtrim_exit_hooks_resolve();
     roundtrim_namespace_hooks_resolve();
     roundtrim_mmap_hooks_resolve();
-    roundtrim_musl_guard_start();
     if (!roundtrim_lifecycle_start())
         return;
     int sig = roundtrim_config()->round_signal;

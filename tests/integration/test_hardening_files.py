@@ -582,7 +582,7 @@ def test_random_hostile_environments_change_nothing_but_roundtrim_output(run_shi
 
 def test_musl_program_runs_unharmed_with_the_library_preloaded(tmp_path):
     """A glibc-built library in LD_PRELOAD of a musl-linked program: musl's loader takes it for
-    another libc and loads its own in its place (shim/musl_guard.h), so the program runs as
+    another libc and loads its own in its place (shim/musl_guard.c), so the program runs as
     without it: same output, status 0, nothing on stderr (docs/limits.md)."""
     if not shutil.which("musl-gcc"):
         pytest.fail("musl-gcc is missing: scripts/tools/install-deps installs musl-tools")
