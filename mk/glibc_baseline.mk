@@ -1,6 +1,7 @@
 # make glibc-versions, part of make check: the library asks the loader for no glibc symbol
 # version newer than the baseline (docs/compatibility.md), so that an image with that glibc or
-# newer loads it (runtime/core/glibc_baseline.h pins the references).
+# newer loads it (docs/compatibility.md, "Images with another libc", says how the references are
+# kept there).
 GLIBC_BASELINE := 2.17
 .PHONY: glibc-versions
 glibc-versions: lib
