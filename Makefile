@@ -21,6 +21,13 @@ WARN      := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) -g
 LIB_CFLAGS  := $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -ftls-model=initial-exec \
                -fno-semantic-interposition -I. -Iinclude $(DIST_CPPFLAGS) $(DIST_CFLAGS)
+# The version script gives musl's loader its reason to decline the library (shim/musl_guard.c).
+# The link-time stand-ins of libpthread and libdl come before libc (shim/link_stubs/): the
+# references to the functions glibc 2.34 moved into libc get no version, and bind at run time to
+# the oldest version of whichever of the image's libc, libpthread and libdl has them.
+LIB_STUBS   := $(BUILD)/stubs/libpthread.so.0 $(BUILD)/stubs/libdl.so.2
+LIB_LIBS    := -Wl,--version-script=shim/musl_guard.map \
+               -Wl,--push-state,--no-as-needed $(LIB_STUBS) -Wl,--pop-state
 PROG_CFLAGS := $(BASE_CFLAGS) -O1 -fno-builtin -pthread -Iinclude
 SAN_FLAGS   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
@@ -83,9 +90,17 @@ $(BUILD)/obj/%.o: %.S
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 # -z nodelete: the library is never unloaded, whatever dlclose is called on it.
-$(BUILD)/libroundtrim.so: $(LIB_OBJS)
+$(BUILD)/libroundtrim.so: $(LIB_OBJS) shim/musl_guard.map $(LIB_STUBS)
 	$(CC) -shared -Wl,-soname,libroundtrim.so -Wl,-z,nodelete -Wl,--no-undefined $(DIST_LDFLAGS) \
-	    -o $@ $(LIB_OBJS) -ldl -lpthread
+	    -o $@ $(LIB_OBJS) $(LIB_LIBS)
+
+$(BUILD)/stubs/libpthread.so.0: shim/link_stubs/libpthread.c shim/link_stubs/stand_in.h
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -nostdlib -Wl,-soname,libpthread.so.0 -o $@ $<
+
+$(BUILD)/stubs/libdl.so.2: shim/link_stubs/libdl.c shim/link_stubs/stand_in.h
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -nostdlib -Wl,-soname,libdl.so.2 -o $@ $<
 
 $(BUILD)/tests/%: tests/programs/%.c include/roundtrim.h $(wildcard tests/programs/*.h)
 	@mkdir -p $(dir $@)

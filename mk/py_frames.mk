@@ -10,7 +10,8 @@ PY_FRAMES_MALLOC := $(BUILD)/tests/libpy_frames_malloc.so
 CHECK_DEPS += $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC)
 $(PY_FRAMES_PROBE): PY_FRAMES_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all
 $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC): $(BUILD)/tests/lib%.so: tests/programs/lib%.c \
-        runtime/python/frames.c runtime/python/api.c runtime/python/arenas.c $(PY_FRAMES_CORE) \
+        runtime/python/frames.c runtime/python/api.c runtime/python/arenas.c policy/parse.c \
+        $(PY_FRAMES_CORE) \
         runtime/python/frames.h \
         runtime/python/api.h
 	@mkdir -p $(dir $@)

@@ -37,3 +37,6 @@ TSAN_SUITES += check_thread_counters stress_thread_counters
 
 # The start's one pass over the environment (runtime/core/env_scan.c), alone.
 UNIT_LINK_check_env_scan := runtime/core/env_scan.c
+
+# The stand-ins for glibc functions newer than the baseline, with a lookup that finds none.
+UNIT_LINK_check_libc_later := runtime/core/libc_later.c

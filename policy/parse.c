@@ -55,6 +55,27 @@ bool roundtrim_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t
     return true;
 }
 
+/* The digits at *s (at most 9 of them: no overflow), *s moved past all of them. */
+static long leading_number(const char **s)
+{
+    long v = 0;
+    unsigned n = 0;
+    for (; **s >= '0' && **s <= '9'; (*s)++)
+        if (n++ < 9)
+            v = v * 10 + (**s - '0');
+    return v;
+}
+
+void roundtrim_parse_version(const char *text, long *major, long *minor)
+{
+    *major = leading_number(&text);
+    *minor = 0;
+    if (*text == '.') {
+        text++;
+        *minor = leading_number(&text);
+    }
+}
+
 bool roundtrim_parse_bool(const char *text, bool *out)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"};

@@ -23,6 +23,12 @@ bool roundtrim_parse_signal_in(const char *text, int rtmin, int rtmax, int *out)
 /* Name of a signal number ("SIGUSR1"), or NULL when not in our table. */
 const char *roundtrim_signal_name(int sig);
 
+/* The leading "MAJOR.MINOR" of a version string ("2.36", "3.11.4+", "2.17-ubuntu"): the digits
+ * at the start of each part, 0 where a part has none (minor 0 without a '.'). Not strtol: with
+ * _GNU_SOURCE, glibc 2.38's headers turn strtol into __isoc23_strtol (GLIBC_2.38), a version the
+ * library must not need (docs/compatibility.md). */
+void roundtrim_parse_version(const char *text, long *major, long *minor);
+
 /* Whether GLIBC_TUNABLES text sets the given tunable (e.g. "glibc.malloc.arena_max"). */
 bool roundtrim_tunables_set(const char *tunables, const char *name);
 

@@ -10,11 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/boundary/boundary.h"
 #include "runtime/core/export.h"
+#include "runtime/core/kernel_calls.h"
 #include "runtime/boundary/signal_rounds.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/vm_child.h"
@@ -127,7 +127,7 @@ static void take_default_action(int sig)
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     real.sigaction(sig, &dfl, NULL);
-    syscall(SYS_tgkill, getpid(), gettid(), sig);
+    roundtrim_tgkill(getpid(), roundtrim_gettid(), sig);
 }
 
 /* Async-signal-safe: an atomic add and a sem_post, then the application's handler. In a child

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "policy/parse.h"
 #include "policy/procfs.h"
 #include "runtime/alloc/page_release.h"
 #include "runtime/core/clock.h"
@@ -251,10 +252,8 @@ bool roundtrim_arenas_layout_known(void)
 {
     if (sizeof(void *) != 8)
         return false;
-    const char *v = gnu_get_libc_version();
-    char *end;
-    long major = strtol(v, &end, 10);
-    long minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+    long major, minor;
+    roundtrim_parse_version(gnu_get_libc_version(), &major, &minor);
     return major == 2 && minor >= 27;
 }
 

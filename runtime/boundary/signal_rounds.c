@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/core/libc_later.h"
 #include "runtime/core/settings.h"
 
 static const char *off_note;
@@ -19,7 +20,7 @@ const char *roundtrim_signal_rounds_off_take(void)
 
 void roundtrim_signal_rounds_off_warn(const char *why)
 {
-    const char *name = sigabbrev_np(roundtrim_config()->round_signal);
+    const char *name = roundtrim_signal_abbrev(roundtrim_config()->round_signal);
     char line[200];
     snprintf(
         line, sizeof line,

@@ -253,8 +253,10 @@ static int collect(struct dl_phdr_info *info, size_t size, void *arg)
         b->failed = true;
         return 1;
     }
-    /* The loader reserves an object's whole span: nothing else maps an address inside it. */
-    if (b->self_addr >= tables[count].lo && b->self_addr < tables[count].hi) {
+    /* Inside one of its segments, not merely its span: the kernel maps the loader itself
+     * segment by segment, and another object may lie in the gap between two (glibc 2.27's
+     * ld.so, aligned to 2 MiB, has this library there). */
+    if (maps(tables[count].phdr, tables[count].phnum, tables[count].obj.bias, b->self_addr, 1)) {
         /* RTLD_DEFAULT from an object linked -Bsymbolic searches that object first. */
         if (tables[count].symbolic) {
             b->failed = true;

@@ -8,6 +8,7 @@
 
 #include "policy/procfs.h"
 #include "runtime/core/env_scan.h"
+#include "runtime/core/kernel_calls.h"
 #include "runtime/core/maps_lines.h"
 #include "runtime/core/stderr_hold.h"
 
@@ -63,8 +64,9 @@ static bool same_stderr(int ppid)
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/2", ppid);
     struct stat mine, theirs;
-    return fstat(roundtrim_stderr_fd(), &mine) == 0 && stat(path, &theirs) == 0 &&
-           mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+    return roundtrim_fstat(roundtrim_stderr_fd(), &mine) == 0 &&
+           roundtrim_stat(path, &theirs) == 0 && mine.st_dev == theirs.st_dev &&
+           mine.st_ino == theirs.st_ino;
 }
 
 static bool parent_maps_roundtrim(int ppid)

@@ -1,6 +1,7 @@
 #include "runtime/core/safe_file.h"
 #include "runtime/core/fd_guard.h"
 #include "runtime/core/hash.h"
+#include "runtime/core/kernel_calls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,7 @@ const char *roundtrim_file_foreign(const char *path, const struct stat *st)
     memcpy(dir, path, n);
     dir[n] = '\0';
     struct stat d;
-    if (stat(!slash ? "." : n ? dir : "/", &d) != 0)
+    if (roundtrim_stat(!slash ? "." : n ? dir : "/", &d) != 0)
         return "is in a directory that cannot be examined";
     if (!(d.st_mode & S_ISVTX) || !(d.st_mode & (S_IWOTH | S_IWGRP)) || st->st_uid == d.st_uid)
         return NULL;
@@ -92,7 +93,7 @@ static const char *pseudo_fs(long type)
 static bool refuse_existing(const char *path, bool writing, const char **why)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (roundtrim_lstat(path, &st) != 0)
         return false;
     *why = !S_ISREG(st.st_mode) ? is_kind(st.st_mode)
            : writing            ? roundtrim_file_foreign(path, &st)
@@ -107,7 +108,7 @@ static bool refuse_existing(const char *path, bool writing, const char **why)
  * writing not on one of the kernel's own file systems. */
 static bool keep_opened(int fd, bool writing, struct stat *st, const char **why)
 {
-    if (fstat(fd, st) != 0) {
+    if (roundtrim_fstat(fd, st) != 0) {
         *why = strerror(errno);
         return false;
     }
@@ -197,7 +198,7 @@ int roundtrim_open_read(const char *path)
 static uint64_t random_bits(void)
 {
     uint64_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+    if (roundtrim_getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
         return r;
     /* No entropy yet (early boot): still differs between processes and calls. */
     static uint64_t counter;
@@ -241,7 +242,7 @@ int roundtrim_create_beside(const char *path, char *tmp, size_t cap)
 bool roundtrim_fd_id(int fd, struct roundtrim_file_id *id)
 {
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0)
+    if (fd < 0 || roundtrim_fstat(fd, &st) != 0)
         return false;
     id->dev = st.st_dev;
     id->ino = st.st_ino;
@@ -251,7 +252,7 @@ bool roundtrim_fd_id(int fd, struct roundtrim_file_id *id)
 bool roundtrim_fd_is(int fd, const struct roundtrim_file_id *id)
 {
     struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
+    return fd >= 0 && roundtrim_fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
 }
 
 /* A signal our own write raised (and that was not pending before) is taken back, unseen. */

@@ -2,10 +2,10 @@
 
 #include <unistd.h>
 
+#include "runtime/core/libc_later.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/vm_child.h"
 
-extern int __cxa_thread_atexit_impl(void (*fn)(void *), void *obj, void *dso);
 extern void *__dso_handle;
 
 static int held = -1;
@@ -26,7 +26,8 @@ static void exit_begins(void *unused)
 
 void roundtrim_stderr_hold_start(void)
 {
-    __cxa_thread_atexit_impl(exit_begins, NULL, &__dso_handle);
+    /* glibc before 2.18 has no such call: stderr is then used as it is at the end. */
+    roundtrim_thread_atexit(exit_begins, NULL, &__dso_handle);
 }
 
 int roundtrim_stderr_fd(void)

@@ -12,6 +12,7 @@
 #include "policy/prom_format.h"
 #include "policy/round_record.h"
 #include "runtime/core/fd_guard.h"
+#include "runtime/core/kernel_calls.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/settings.h"
@@ -48,7 +49,7 @@ static void warn_once(const char *path, const char *what, const char *why)
 static bool target_replaceable(const char *path, bool *exists)
 {
     struct stat st;
-    *exists = lstat(path, &st) == 0;
+    *exists = roundtrim_lstat(path, &st) == 0;
     if (!*exists && errno != ENOENT) {
         warn_once(path, "inspect", strerror(errno));
         return false;
@@ -93,7 +94,7 @@ static void replace_file(const char *path, const char *text, size_t n)
     /* A first file never replaces something created at the path meanwhile. */
     int rc = 0;
     if (!exists) {
-        rc = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+        rc = roundtrim_rename_noreplace(tmp, path);
         if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) /* file system without it */
             rc = rename(tmp, path);
         exists = rc != 0 && errno == EEXIST;

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "policy/parse.h"
 #include "runtime/core/real_dlsym.h"
 #include "runtime/python/arenas.h"
 #include "runtime/python/frames.h"
@@ -111,9 +112,10 @@ static void *optional(const char *a, const char *b)
 
 static void parse_version(const char *v, int *major, int *minor)
 {
-    char *end;
-    *major = (int)strtol(v, &end, 10);
-    *minor = *end == '.' ? (int)strtol(end + 1, NULL, 10) : 0;
+    long ma, mi;
+    roundtrim_parse_version(v, &ma, &mi);
+    *major = (int)ma;
+    *minor = (int)mi;
 }
 
 py_object *roundtrim_py_sys_module(const char *name)

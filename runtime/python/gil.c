@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/core/clock.h"
+#include "runtime/core/kernel_calls.h"
 #include "runtime/python/api.h"
 #include "runtime/threads/thread_spawn.h"
 
@@ -235,7 +236,7 @@ static void *helper_main(void *unused)
 {
     (void)unused;
     pthread_mutex_lock(&lock);
-    helper_tid = gettid();
+    helper_tid = roundtrim_gettid();
     for (;;) {
         while (state != QUEUED && state != ABANDONED && !helper_stop)
             pthread_cond_wait(&to_helper, &lock);

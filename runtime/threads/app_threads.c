@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "runtime/alloc/next_alloc.h"
+#include "runtime/core/kernel_calls.h"
 #include "runtime/threads/worker_thread.h"
 
 static int live; /* the program's threads that have not ended */
@@ -37,7 +38,7 @@ static void watch_self(void)
 static int threads_now(void)
 {
     struct stat st;
-    if (stat("/proc/self/task", &st) != 0 || st.st_nlink < 3)
+    if (roundtrim_stat("/proc/self/task", &st) != 0 || st.st_nlink < 3)
         return 1;
     return (int)(st.st_nlink - 2);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/core/clock.h"
+#include "runtime/core/kernel_calls.h"
 
 #include "runtime/core/real_dlsym.h"
 
@@ -48,7 +49,7 @@ int roundtrim_spawn_thread(void *(*fn)(void *), void *arg, const char *name, uns
 void roundtrim_thread_wait_gone(pid_t tid, unsigned ms)
 {
     for (unsigned i = 0; i < ms; i++) {
-        if (tgkill(getpid(), tid, 0) != 0 && errno == ESRCH)
+        if (roundtrim_tgkill(getpid(), tid, 0) != 0 && errno == ESRCH)
             return;
         roundtrim_sleep_us(1000);
     }

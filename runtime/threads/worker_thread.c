@@ -8,6 +8,8 @@
 #include "runtime/alloc/next_alloc.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/core/clock.h"
+#include "runtime/core/kernel_calls.h"
+#include "runtime/core/libc_later.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/vm_child.h"
 #include "runtime/threads/thread_spawn.h"
@@ -57,7 +59,7 @@ static void *worker_main(void *arg)
 {
     (void)arg;
     on_worker = true;
-    __atomic_store_n(&worker_tid, gettid(), __ATOMIC_RELEASE);
+    __atomic_store_n(&worker_tid, roundtrim_gettid(), __ATOMIC_RELEASE);
     roundtrim_thread_mark_internal();
     struct timespec next_wake = roundtrim_deadline_ms(0);
     uint64_t period = 0;
@@ -82,7 +84,7 @@ static void *worker_main(void *arg)
             sem_wait(&wake); /* EINTR or a post: either way look at what is pending */
             continue;
         }
-        if (sem_clockwait(&wake, CLOCK_MONOTONIC, &next_wake) != 0 && errno == ETIMEDOUT)
+        if (roundtrim_sem_wait_monotonic(&wake, &next_wake) != 0 && errno == ETIMEDOUT)
             timed_out = true;
     }
     return NULL;

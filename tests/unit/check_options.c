@@ -416,11 +416,29 @@ START_TEST(a_config_loaded_again_keeps_no_earlier_warning)
 }
 END_TEST
 
+START_TEST(versions_read_major_and_minor_from_the_front)
+{
+    static const struct {
+        const char *text;
+        long major, minor;
+    } cases[] = {{"2.36", 2, 36}, {"3.11.4+", 3, 11}, {"2.17-ubuntu", 2, 17},
+                 {"2", 2, 0},     {"2.", 2, 0},       {"", 0, 0},
+                 {"x.1", 0, 0},   {"10.0rc1", 10, 0}, {"1234567890123.5", 123456789, 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long major = -1, minor = -1;
+        roundtrim_parse_version(cases[i].text, &major, &minor);
+        ck_assert_msg(major == cases[i].major && minor == cases[i].minor, "%s: %ld.%ld",
+                      cases[i].text, major, minor);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("options");
     tcase_add_test(tc, table_rows_match_their_ids);
+    tcase_add_test(tc, versions_read_major_and_minor_from_the_front);
     tcase_add_test(tc, role_is_read_before_what_it_decides);
     tcase_add_test(tc, rows_locate_their_values);
     tcase_add_test(tc, parsed_defaults_equal_the_table_text);
