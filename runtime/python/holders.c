@@ -102,6 +102,38 @@ static void read_result(py_object *r)
     }
 }
 
+static const char *prepare_job(struct roundtrim_py_result *out)
+{
+    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
+    bool gc_was_on = P.GC_IsEnabled && P.GC_IsEnabled();
+    if (gc_was_on)
+        P.GC_Disable();
+    struct roundtrim_py_err saved;
+    roundtrim_py_err_save(&saved);
+    uint64_t t0 = roundtrim_now_us();
+    if (!step_fn && !made_failed) {
+        step_fn = make_step();
+        made_failed = step_fn == NULL;
+    }
+    out->us = roundtrim_now_us() - t0;
+    roundtrim_py_err_restore(&saved);
+    if (gc_was_on)
+        P.GC_Enable();
+    roundtrim_counting_resume(counting);
+    return made_failed ? "search_failed" : NULL;
+}
+
+bool roundtrim_python_holders_prepare(void)
+{
+    if (step_fn || made_failed)
+        return true;
+    if (!roundtrim_python_present())
+        return false;
+    struct roundtrim_py_result res;
+    roundtrim_py_with_gil(prepare_job, &res, GIL_WAIT_MS, RUN_WAIT_MS);
+    return step_fn || made_failed;
+}
+
 static const char *step_job(struct roundtrim_py_result *out)
 {
     /* What the search allocates and frees is roundtrim's, not the program's: counted, it would

@@ -27,6 +27,12 @@ struct roundtrim_holders_walk {
  * for the round's share of GIL time. True when a walk ended, *out then filled. */
 bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk *out);
 
+/* Worker, in the program's first rounds: makes the search's function in the interpreter, so
+ * that what it keeps (its code, some 100-200 KiB of the interpreter's small objects) is part of
+ * the program's start, not a step in the rounds a diagnosis compares. True once done (or
+ * failed for good); false while no interpreter runs yet. */
+bool roundtrim_python_holders_prepare(void);
+
 /* In a fork child: the parent's walk is not the child's. */
 void roundtrim_python_holders_fork_child(void);
 

@@ -504,6 +504,10 @@ static bool cleans_any(uint64_t first, uint64_t last_round)
  * persistence. */
 static void holders_step(uint64_t round)
 {
+    /* Made in the program's first round, whose memory no diagnosis compares. */
+    static bool prepared;
+    if (roundtrim_config()->holders && !prepared && round <= 1)
+        prepared = roundtrim_python_holders_prepare();
     const struct roundtrim_diagnosis *d = roundtrim_diagnose_latest();
     if (!roundtrim_config()->holders || !d || d->skipped || d->cause != RT_CAUSE_LEAK)
         return;

@@ -2,6 +2,10 @@
  * 2.32) under a new version. Not pthread_create: the library defines it. */
 #include "stand_in.h"
 
+/* pthread_cleanup_push and _pop's helpers (GLIBC_2.3.3 in libpthread before 2.34). */
+STAND_IN(__pthread_register_cancel)
+STAND_IN(__pthread_unregister_cancel)
+STAND_IN(__pthread_unwind_next)
 STAND_IN(pthread_attr_setstacksize)
 STAND_IN(pthread_condattr_setclock)
 STAND_IN(pthread_detach)
