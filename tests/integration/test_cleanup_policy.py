@@ -203,7 +203,9 @@ def test_memory_pressure_cleans_whatever_the_policy_says(run_shim, tmp_path):
     env = {"ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_PRESSURE_CLEAN": "50",
            "ROUNDTRIM_PRESSURE_GAP_S": "0", "ROUNDTRIM_SAMPLE_MS": "20",
            "ROUNDTRIM_TRIM_PAUSE_MS": "0", "ROUNDTRIM_CLEANUP_BUDGET": "1"}
-    res = run_shim([prog("diag_native"), "frag", 6, 300], env=env)
+    # ten rounds: on a loaded machine the sampler may catch several rounds only while the heap
+    # is still being built (a clean there finds little to give back)
+    res = run_shim([prog("diag_native"), "frag", 10, 300], env=env)
     assert res.returncode == 0, res.stderr
     cleans = [r for r in res.records if r.get("event") == "pressure" and r["level"] == "clean"]
     assert cleans and any(r["cleanup"] == ["trim"] and r["rss_after"] < r["rss_before"] - 20 * MiB
