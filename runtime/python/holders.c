@@ -28,6 +28,21 @@
  * NULL before it was made; made_failed: it could not be made, and is not tried again. */
 static py_object *step_fn;
 static bool made_failed;
+/* The interpreter step_fn belongs to (roundtrim_py_gil_generation): an embedder that ended it
+ * and started another leaves it an object of a heap that is gone, never to be called or
+ * released; the next interpreter gets a function of its own. */
+static unsigned step_generation;
+
+/* Under the GIL: forgets a function of an interpreter that ended. */
+static void forget_old_interpreter(void)
+{
+    unsigned gen = roundtrim_py_gil_generation();
+    if (gen != step_generation) {
+        step_fn = NULL; /* not released: its interpreter is gone */
+        made_failed = false;
+        step_generation = gen;
+    }
+}
 
 /* The job's input and output: written by the worker before a call and by the job, read by the
  * worker only after a call that returned in time (a job that outlives its wait refuses the next
@@ -111,6 +126,7 @@ static const char *prepare_job(struct roundtrim_py_result *out)
     struct roundtrim_py_err saved;
     roundtrim_py_err_save(&saved);
     uint64_t t0 = roundtrim_now_us();
+    forget_old_interpreter();
     if (!step_fn && !made_failed) {
         step_fn = make_step();
         made_failed = step_fn == NULL;
@@ -150,6 +166,7 @@ static const char *step_job(struct roundtrim_py_result *out)
     roundtrim_py_err_save(&saved);
     const char *why = NULL;
     uint64_t t0 = roundtrim_now_us();
+    forget_old_interpreter();
     if (!step_fn && !made_failed) {
         step_fn = make_step();
         made_failed = step_fn == NULL;
