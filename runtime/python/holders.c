@@ -117,25 +117,49 @@ static void read_result(py_object *r)
     }
 }
 
-static const char *prepare_job(struct roundtrim_py_result *out)
-{
-    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
-    bool gc_was_on = P.GC_IsEnabled && P.GC_IsEnabled();
-    if (gc_was_on)
-        P.GC_Disable();
+/* What a job of the search does around its Python: its allocations and frees are roundtrim's,
+ * not the program's (counted, they would read as the growth it looks for; it frees nothing of
+ * the program's: it only reads, the GIL held, and drops its own references to objects the
+ * program still holds); the objects it makes must not set off the interpreter's automatic
+ * collection, which would free the program's garbage here, uncounted, in the middle of a round
+ * (no other thread runs meanwhile, so the program never sees gc off); and an exception being
+ * raised is put aside. */
+struct own_work {
+    struct roundtrim_thread_counters *counting;
+    bool gc_was_on;
     struct roundtrim_py_err saved;
-    roundtrim_py_err_save(&saved);
-    uint64_t t0 = roundtrim_now_us();
+    uint64_t t0;
+};
+
+static void own_begin(struct own_work *w)
+{
+    w->counting = roundtrim_counting_pause();
+    w->gc_was_on = P.GC_IsEnabled && P.GC_IsEnabled();
+    if (w->gc_was_on)
+        P.GC_Disable();
+    roundtrim_py_err_save(&w->saved);
+    w->t0 = roundtrim_now_us();
     forget_old_interpreter();
     if (!step_fn && !made_failed) {
         step_fn = make_step();
         made_failed = step_fn == NULL;
     }
-    out->us = roundtrim_now_us() - t0;
-    roundtrim_py_err_restore(&saved);
-    if (gc_was_on)
+}
+
+static void own_end(struct own_work *w, struct roundtrim_py_result *out)
+{
+    out->us = roundtrim_now_us() - w->t0;
+    roundtrim_py_err_restore(&w->saved);
+    if (w->gc_was_on)
         P.GC_Enable();
-    roundtrim_counting_resume(counting);
+    roundtrim_counting_resume(w->counting);
+}
+
+static const char *prepare_job(struct roundtrim_py_result *out)
+{
+    struct own_work w;
+    own_begin(&w);
+    own_end(&w, out);
     return made_failed ? "search_failed" : NULL;
 }
 
@@ -152,25 +176,9 @@ bool roundtrim_python_holders_prepare(void)
 
 static const char *step_job(struct roundtrim_py_result *out)
 {
-    /* What the search allocates and frees is roundtrim's, not the program's: counted, it would
-     * read as the growth it looks for. It frees nothing of the program's (it only reads, the
-     * GIL held, and drops its own references to objects the program still holds). */
-    struct roundtrim_thread_counters *counting = roundtrim_counting_pause();
-    /* Nor may the objects it makes set off the interpreter's automatic collection: that would
-     * free the program's garbage here, uncounted, in the middle of a round. No other thread
-     * runs meanwhile (the GIL is held), so the program never sees gc off. */
-    bool gc_was_on = P.GC_IsEnabled && P.GC_IsEnabled();
-    if (gc_was_on)
-        P.GC_Disable();
-    struct roundtrim_py_err saved;
-    roundtrim_py_err_save(&saved);
+    struct own_work w;
+    own_begin(&w);
     const char *why = NULL;
-    uint64_t t0 = roundtrim_now_us();
-    forget_old_interpreter();
-    if (!step_fn && !made_failed) {
-        step_fn = make_step();
-        made_failed = step_fn == NULL;
-    }
     walk_ended = false;
     if (!step_fn) {
         why = "search_failed";
@@ -191,11 +199,7 @@ static const char *step_job(struct roundtrim_py_result *out)
         if (rnd)
             P.DecRef(rnd);
     }
-    out->us = roundtrim_now_us() - t0;
-    roundtrim_py_err_restore(&saved);
-    if (gc_was_on)
-        P.GC_Enable();
-    roundtrim_counting_resume(counting);
+    own_end(&w, out);
     return why;
 }
 
