@@ -213,13 +213,16 @@ def test_memory_pressure_cleans_whatever_the_policy_says(run_shim, tmp_path):
 
 
 def test_bad_policy_values_warn_once_and_keep_the_default(run_shim):
-    res = run_shim([prog("diag_native"), "leak", 2, 10],
+    res = run_shim([prog("diag_native"), "leak", 4, 20],
                    env={"ROUNDTRIM_CLEANUP_BUDGET": "250", "ROUNDTRIM_ADAPTIVE": "sometimes"})
     assert res.returncode == 0
     err = res.stderr
     assert "ROUNDTRIM_CLEANUP_BUDGET=250 is not valid" in err and "using 20" in err
     assert "ROUNDTRIM_ADAPTIVE=sometimes is not valid" in err and "using true" in err
-    assert all(r["trim_skipped"] == "little_to_gain" for r in rounds_of(res))
+    # The adaptive policy holds: each trim is judged and left out. (On a loaded machine the last
+    # rounds may be recorded once the process exits: nothing is cleaned then, "exiting".)
+    cleaned = [r for r in rounds_of(res) if r.get("cleanup_skipped") != "exiting"]
+    assert cleaned and all(r["trim_skipped"] == "little_to_gain" for r in cleaned), cleaned
 
 
 def test_the_cuda_release_waits_for_a_cache_worth_it(run_shim):
