@@ -1,0 +1,18 @@
+/* The last record of a program image: "exit", or "exec" when another program replaces it. */
+#ifndef ROUNDTRIM_RUNTIME_OUTPUT_SUMMARY_RECORD_H
+#define ROUNDTRIM_RUNTIME_OUTPUT_SUMMARY_RECORD_H
+
+#include <stdint.h>
+
+struct roundtrim_summary {
+    uint64_t rounds;            /* rounds recorded in the log */
+    uint64_t rounds_unrecorded; /* boundaries seen that have no record */
+    uint64_t cleanups;          /* cleanup rounds that ran an action */
+    uint64_t rss, rss_peak;
+};
+
+/* Writes it with the allocation totals, the Python hooks' counts and why signal rounds stopped,
+ * when they did. */
+void roundtrim_summary_record(const char *event, const struct roundtrim_summary *sum);
+
+#endif
