@@ -29,6 +29,9 @@ def roundtrim_holder_search():
     WALKS_KEPT = 8  # the walks a growth is read over
     GROWING_WALKS = 3  # the fewest walks a holder is seen in, rising between all but one
     SIZE_OBJECTS = 2000  # objects looked at to size one item
+    # Below an item, an object referred to from this many places is shared (an interned
+    # string, a small int, a module's constant): the item does not keep it.
+    SHARED_REFS = 8
     ROOT_OBJECTS = 5000  # objects followed from one root
     DATA_TYPES = ("ndarray", "Tensor", "Parameter", "bytes", "bytearray", "memoryview")
 
@@ -144,6 +147,17 @@ def roundtrim_holder_search():
             del frames
         return out
 
+    def first(iterable, n):
+        """Up to n items of a container however large, without copying it (a finalizer the
+        walk's own allocations set off may change it: what was read is kept)."""
+        out = []
+        try:
+            for item, _ in zip(iterable, range(n)):
+                out.append(item)
+        except RuntimeError:
+            pass
+        return out
+
     def children(path, o):
         """(path, child) pairs of o to follow."""
         t = type_(o)
@@ -151,11 +165,7 @@ def roundtrim_holder_search():
             return ()
         out = []
         if isinstance_(o, dict_) and plain(o):
-            n = 0
-            for k, v in list_(o.items()):
-                if n >= KEYS:
-                    break
-                n += 1
+            for k, v in first(o.items(), KEYS):
                 label = "[%s]" % (repr_(k)[:40],) if type_(k) in (str_, int_) else "[...]"
                 out.append((path + label, v))
             return out
@@ -164,10 +174,10 @@ def roundtrim_holder_search():
             picks = range(n) if n <= 2 * ITEMS else list_(range(ITEMS)) + list_(range(n - ITEMS, n))
             return [("%s[%d]" % (path, i), o[i]) for i in picks]
         if t.__name__ == "deque" and plain(o):
-            items = list_(o)
-            n = len_(items)
+            # by index: a deque's ends are read at once, where a copy would take its length
+            n = len_(o)
             picks = range(n) if n <= 2 * ITEMS else list_(range(ITEMS)) + list_(range(n - ITEMS, n))
-            return [("%s[%d]" % (path, i), items[i]) for i in picks]
+            return [("%s[%d]" % (path, i), o[i]) for i in picks]
         if t.__name__ in ("function", "method"):
             func = getattr_(o, "__func__", o)
             self_ = getattr_(o, "__self__", None)
@@ -200,6 +210,8 @@ def roundtrim_holder_search():
             x, level = todo.pop()
             if id_(x) in seen or x is None or isinstance_(x, type_) or type_(x) is type_(sys):
                 continue
+            if level > 0 and sys.getrefcount(x) > SHARED_REFS:
+                continue
             seen.add(id_(x))
             looked += 1
             try:
@@ -221,11 +233,11 @@ def roundtrim_holder_search():
             if level >= 6:
                 continue
             if isinstance_(x, dict_) and plain(x):
-                for k, v in list_(x.items())[:256]:
+                for k, v in first(x.items(), 256):
                     todo.append((v, level + 1))
             elif type_(x) in (list_, tuple_, set_, frozenset_) or (
                     plain(x) and type_(x).__name__ == "deque"):
-                for v in list_(x)[:256]:
+                for v in first(x, 256):
                     todo.append((v, level + 1))
             elif type_(x).__name__ == "function":
                 # a callback keeps what its defaults and its closure hold
@@ -236,6 +248,9 @@ def roundtrim_holder_search():
                         todo.append((cell.cell_contents, level + 1))
                     except ValueError:
                         pass
+            elif type_(x).__name__ == "method":
+                # a bound method keeps its object
+                todo.append((getattr_(x, "__self__", None), level + 1))
             elif isinstance_(x, BaseException):
                 # what its traceback's frames keep alive: their arrays and buffers (the frames'
                 # other locals are the program's own state, reachable without it)

@@ -13,14 +13,21 @@ Modes and the holder the search is to name:
   local      local kept of main() in holder_kinds.py      a long-lived frame's local (3.13+)
   failures   holder_kinds.FAILURES                        exceptions whose tracebacks keep arrays
   hooks      holder_kinds.MODEL._forward_hooks            a PyTorch module's hooks
+  tensors    holder_kinds.TENSORS                         PyTorch CPU tensors
+  bound      holder_kinds.CALLBACKS                       bound methods whose objects keep arrays
+  small      holder_kinds.EVENTS                          a deque of small tuples (8192 a round)
+  module     holder_state.STATE['rounds']                 a list in a dict of another module
   healthy    (none)                                       a cache cleared every round
 """
 
 import logging
 import sys
 
+import collections
+
 import numpy as np
 
+import holder_state
 from round_wait import end_round
 
 MODE = sys.argv[1]
@@ -31,6 +38,9 @@ UPDATES = []
 CACHE = {}
 FAILURES = []
 SCRATCH = []
+TENSORS = []
+CALLBACKS = []
+EVENTS = collections.deque()
 
 
 class Client:
@@ -65,8 +75,17 @@ class BigHandler(logging.Handler):
         pass
 
 
+class Participant:
+    def __init__(self, r):
+        self.round = r
+        self.weights = np.ones(MIB // 8)
+
+    def on_round_end(self):
+        return self.round
+
+
 MODEL = None
-if MODE == "hooks":
+if MODE in ("hooks", "tensors"):
     import torch
     MODEL = torch.nn.Linear(4, 4)
 
@@ -103,6 +122,15 @@ def one_round(r, kept):
     elif MODE == "hooks":
         weights = update()
         MODEL.register_forward_hook(lambda m, i, o, w=weights: None)
+    elif MODE == "tensors":
+        TENSORS.append(torch.ones(MIB // 4))  # 1 MiB of float32
+    elif MODE == "bound":
+        CALLBACKS.append(Participant(r).on_round_end)
+    elif MODE == "small":
+        # about 1 MiB a round in objects of 72 bytes (3-tuples), each one an item
+        EVENTS.extend(("event", r, i) for i in range(8192))
+    elif MODE == "module":
+        holder_state.STATE["rounds"].append(update())
     elif MODE == "healthy":
         SCRATCH.clear()
         SCRATCH.append(update())
