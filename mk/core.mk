@@ -1,4 +1,20 @@
-# Test artifacts of the core beyond plain programs.
+# ---- the layer rule (checked by make check) ---------------------------------------------------
+
+# The layers, lowest first: a file may include its own folder's headers and those of the folders
+# before it, nothing above (scripts/tools/check-layers). policy/ is pure; the runtime's folders go from
+# the settings and primitives up to the round pipeline; runtime/lifecycle.c starts them all; the
+# hooks in shim/ sit on top.
+LAYERS := policy runtime/core runtime/alloc runtime/threads runtime/cuda runtime/boundary \
+          runtime/python runtime/sites runtime/output runtime/rounds runtime shim
+.PHONY: layers print-layers
+print-layers:
+	@echo $(LAYERS)
+layers:
+	@$(PYTHON) scripts/tools/check-layers $(LAYERS)
+check: layers
+
+# ---- test artifacts of the core beyond plain programs -----------------------------------------
+
 CHECK_DEPS += $(BUILD)/tests/libearly_handler.so $(BUILD)/tests/libearly_exec.so
 
 $(BUILD)/tests/libearly_handler.so $(BUILD)/tests/libearly_exec.so: $(BUILD)/tests/%.so: tests/programs/%.c
@@ -33,19 +49,6 @@ CHECK_DEPS += $(BUILD)/tests/own_allocator
 $(BUILD)/tests/own_allocator: tests/programs/own_allocator.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O1 -g -Wall -Wextra -Werror -fno-builtin $< -o $@
-
-# The layers, lowest first: a file may include its own folder's headers and those of the folders
-# before it, nothing above (scripts/tools/check-layers). policy/ is pure; the runtime's folders go from
-# the settings and primitives up to the round pipeline; runtime/lifecycle.c starts them all; the
-# hooks in shim/ sit on top.
-LAYERS := policy runtime/core runtime/alloc runtime/threads runtime/cuda runtime/boundary \
-          runtime/python runtime/sites runtime/output runtime/rounds runtime shim
-.PHONY: layers print-layers
-print-layers:
-	@echo $(LAYERS)
-layers:
-	@$(PYTHON) scripts/tools/check-layers $(LAYERS)
-check: layers
 
 # A C++ library and the C program that opens it late (dlopen) or is linked with it: the operator
 # new and delete forms keep C++ semantics whoever loads libstdc++, and whenever.

@@ -130,8 +130,9 @@ static void take_default_action(int sig)
     roundtrim_tgkill(getpid(), roundtrim_gettid(), sig);
 }
 
-/* Async-signal-safe: an atomic add and a sem_post, then the application's handler. In a child
- * that shares our memory (a vfork child before its exec) the boundary is not ours to mark. */
+/* Async-signal-safe: the boundary's snapshot into the queue (plain loads, atomics), the
+ * application's handler, then the worker's wake (a sem_post). In a child that shares our memory
+ * (a vfork child before its exec) the boundary is not ours to mark. */
 static void round_signal_handler(int sig, siginfo_t *info, void *uctx)
 {
     int saved_errno = errno;
