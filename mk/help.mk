@@ -8,6 +8,7 @@ help:
 	@echo 'make integration  the integration tests (pytest, Debian'"'"'s python3)'
 	@echo 'make corpus       the diagnosis corpus and its confusion table'
 	@echo 'make tsan         the lock-free structures'"'"' suites under ThreadSanitizer'
+	@echo 'make debug        the library with the fast path'"'"'s rules checked, under the tests of its modes'
 	@echo 'make layers       the include layers (policy below runtime below shim)'
 	@echo 'make glibc-versions  no glibc symbol version above the baseline (2.17)'
 	@echo 'make bench        the benchmarks (docs/performance.md)'

@@ -201,8 +201,10 @@ __attribute__((noinline)) static void count_other_block(void *p)
  * meanwhile, the functions the fast path calls hold it. */
 static inline void fast_path_rejoin(void)
 {
-    if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) != ROUNDTRIM_FAST_OFF)
+    if (__atomic_load_n(&roundtrim_fast_glibc, __ATOMIC_RELAXED) != ROUNDTRIM_FAST_OFF) {
+        ROUNDTRIM_FAST_RULE(roundtrim_glibc_sizes);
         roundtrim_tls_fast = roundtrim_tls_block;
+    }
 }
 
 /* glibc's counting modes, for a thread not on the fast path: one not counted yet, one a mode's
@@ -210,6 +212,7 @@ static inline void fast_path_rejoin(void)
  * malloc. The thread goes back to the fast path. */
 __attribute__((noinline)) static void *malloc_dispatch(void *p)
 {
+    roundtrim_fast_modes_check();
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     if (likely(p != NULL && c != NULL)) {
         if (likely(roundtrim_fast_glibc == ROUNDTRIM_FAST_PLAIN))
@@ -229,6 +232,7 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
     struct roundtrim_thread_counters *c = roundtrim_tls_fast;
     if (likely(p != NULL)) {
         if (likely(c != NULL)) {
+            ROUNDTRIM_FAST_RULE(c == roundtrim_tls_block && roundtrim_glibc_sizes);
             roundtrim_count_glibc_alloc(c, roundtrim_glibc_header(p));
             return p;
         }
@@ -246,6 +250,7 @@ ROUNDTRIM_EXPORT void *malloc(size_t n)
 
 __attribute__((noinline)) static void free_dispatch(void *p)
 {
+    roundtrim_fast_modes_check();
     struct roundtrim_thread_counters *c = roundtrim_tls_block;
     /* No pool test here: while the fast path is on, no pool block exists (next_alloc.h). */
     if (likely(p != NULL && c != NULL)) {
@@ -280,6 +285,7 @@ ROUNDTRIM_EXPORT void free(void *p)
     struct roundtrim_thread_counters *c = roundtrim_tls_fast;
     if (likely(p != NULL)) {
         if (likely(c != NULL)) {
+            ROUNDTRIM_FAST_RULE(c == roundtrim_tls_block && roundtrim_glibc_sizes);
             roundtrim_count_glibc_free(c, roundtrim_glibc_header(p));
             roundtrim_fast_next.free(p);
             return;

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("BUILD", ROOT / "build"))
 if not BUILD.is_absolute():
     BUILD = ROOT / BUILD
-LIB = BUILD / "libroundtrim.so"
+# make debug runs some of the tests with the library of its debug build (mk/debug.mk).
+LIB = Path(os.environ.get("ROUNDTRIM_TEST_LIB") or BUILD / "libroundtrim.so")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter: python3-torch serves this one
 
 # The report's package (scripts/roundtrim_report) and the benchmark driver (bench/bench.py), for
