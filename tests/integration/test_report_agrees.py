@@ -104,3 +104,78 @@ def test_a_gc_that_frees_every_round_says_in_how_many_rounds(run_shim):
                      r"(\d+) of rounds (\d+)-(\d+)", d["advice"])
     assert said, d["advice"]
     assert [int(g) for g in said.groups()] == [freeing, d["first_round"], d["last_round"]]
+
+
+# ---- every figure says its window -----------------------------------------------------------
+
+
+def test_each_rate_of_the_text_report_says_its_rounds(run_shim):
+    res = native(run_shim, "late", 32)
+    d = last_diagnosis(res)
+    lines = report(res.log_path).splitlines()
+    window = f"rounds {d['first_round']}-{d['last_round']}"
+    verdict = lines[1]
+    assert verdict.endswith(f"over {window}"), verdict
+    by_part = next(l for l in lines if "heap live +" in l)
+    assert by_part.startswith(f"    by part over {window}: "), by_part
+    advice = next(l for l in lines if "Live memory grows" in l)
+    assert f"over rounds {LATE_ROUND}-{d['last_round']}" in advice, advice
+    # no rate per round without its rounds beside it
+    for line in lines[1:]:
+        if line.startswith("round") or re.match(r"\s+\d+\s", line):
+            break  # the table
+        for rate in re.finditer(r"(MiB|KiB)(/round| per round)", line):
+            assert "over rounds" in line or "rounds" in line[rate.end():], line
+
+
+def test_the_footer_s_trend_says_its_rounds_and_gives_the_verdict_s_measure(run_shim):
+    """The footer's trend (RSS after each cleanup, all rounds) says so, and beside it the trend
+    of what the verdict measures (RSS before the cleanup) over the verdict's rounds, which is the
+    verdict's growth; with cleanup held back by its budget it says in how many rounds."""
+    res = native(run_shim, "frag", 30, ROUNDTRIM_GC_ROUNDS="1", ROUNDTRIM_CLEANUP_BUDGET="1")
+    d = last_diagnosis(res)
+    lines = report(res.log_path).splitlines()
+    rounds = [r for r in res.rounds if isinstance(r.get("rss_after"), int)]
+    trend = next(l for l in lines if l.startswith("  RSS trend:"))
+    expected = least_squares([(r["round"], r["rss_after"]) for r in rounds]) / MiB
+    assert trend == (f"  RSS trend: {expected:+.2f} MiB per round over rounds "
+                     f"{rounds[0]['round']}-{rounds[-1]['round']} (RSS after each round's "
+                     "cleanup, all rounds)"), trend
+    window = [(r["round"], r["rss_before"]) for r in rounds
+              if d["first_round"] <= r["round"] <= d["last_round"]]
+    before = least_squares(window) / MiB
+    assert (f"  RSS before the cleanup over rounds {d['first_round']}-{d['last_round']}, the "
+            f"diagnosis's (what its verdict measures): {before:+.2f} MiB per round") in lines
+    # the same measure, the same rounds: the verdict's growth (RSS; no device here)
+    assert abs(before - d["growth_bytes_per_round"] / MiB) <= 0.5 + abs(before) * 0.2, (before, d)
+    held = sum(1 for r in res.rounds if "budget" in (r.get("gc_skipped"), r.get("trim_skipped"))
+               or "pause_limit" in (r.get("gc_skipped"), r.get("trim_skipped")))
+    said = [l for l in lines if l.startswith("  cleanup was held back in")]
+    if held:
+        assert said and said[0].startswith(f"  cleanup was held back in {held} round"), said
+    else:
+        assert not said
+    doc = json.loads(report("--json", res.log_path))["processes"][0]
+    assert doc["rss_trend_rounds"] == [rounds[0]["round"], rounds[-1]["round"]]
+    assert doc["rss_before_trend_in_diagnosis_rounds"]["first_round"] == d["first_round"]
+    assert doc["cleanup_held_back_rounds"] == held
+
+
+# ---- what keeps it and when it hurts, first -------------------------------------------------
+
+
+def test_the_holder_and_the_forecast_come_before_the_breakdown(run_shim):
+    res = python(run_shim, "leak", 20)
+    d = last_diagnosis(res)
+    assert d["cause"] == "leak", d
+    lines = report(res.log_path).splitlines()
+    holder = next(i for i, l in enumerate(lines) if l.startswith("    holder: "))
+    forecast = next(i for i, l in enumerate(lines) if l.startswith("    forecast: "))
+    by_part = next(i for i, l in enumerate(lines) if l.startswith("    by part"))
+    assert holder < by_part and forecast < by_part, lines[:8]
+    assert "__main__.keep" in lines[holder]
+    doc = json.loads(report("--json", res.log_path))["processes"][0]["diagnosis"]
+    keys = list(doc)
+    assert keys.index("holders") < keys.index("slopes"), keys
+    assert keys.index("forecast") < keys.index("slopes"), keys
+    assert keys.index("forecast") < keys.index("shares"), keys
