@@ -8,7 +8,9 @@ import os
 import re
 import subprocess
 
-from conftest import PYTHON, ROOT, prog
+import pytest
+
+from conftest import PYTHON, ROOT, prog, shim_env
 
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
 PYDIR = ROOT / "tests" / "python"
@@ -179,3 +181,125 @@ def test_the_holder_and_the_forecast_come_before_the_breakdown(run_shim):
     assert keys.index("holders") < keys.index("slopes"), keys
     assert keys.index("forecast") < keys.index("slopes"), keys
     assert keys.index("forecast") < keys.index("shares"), keys
+
+
+# ---- the page -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """A Python leak (its holder and forecast) and a native program whose last round is recorded
+    while it exits (no pause after its rounds: that round's memory is not broken down), in one
+    log, and its page."""
+    tmp = tmp_path_factory.mktemp("page")
+    log = tmp / "rt.jsonl"
+    env = shim_env({"ROUNDTRIM_GC_ROUNDS": "1", "ROUNDTRIM_CLEANUP_BUDGET": "0"}, log_path=log)
+    subprocess.run([PYTHON, PYDIR / "diag_rounds.py", "leak", "20"], env=env, check=True,
+                   timeout=180, capture_output=True)
+    subprocess.run([prog("diag_native"), "frag", "12", "0"], env=env, check=True, timeout=120,
+                   capture_output=True)
+    out = tmp / "report.html"
+    report("--html", out, log)
+    records = [json.loads(l) for l in log.read_text().splitlines()]
+    sections = re.findall(r'<section class="process" data-pid="(\d+)">(.*?)</section>',
+                          out.read_text(), re.S)
+    return records, {int(pid): body for pid, body in sections}
+
+
+def rounds_of(records, pid):
+    return [r for r in records if r.get("event") == "round" and r["pid"] == pid]
+
+
+def test_the_page_gives_the_holder_and_the_forecast_before_the_breakdown(page):
+    records, sections = page
+    leak = next(body for body in sections.values() if 'data-cause="leak"' in body)
+    holder = leak.index('<p class="holder">holder: __main__.keep')
+    forecast = leak.index('<p class="forecast">forecast: ')
+    assert holder < leak.index('<pre class="advice">') and forecast < leak.index("<svg")
+    assert leak.index("by part over rounds") > max(holder, forecast)
+
+
+def test_the_chart_has_an_axis_of_rounds_labelled_every_few_rounds(page):
+    records, sections = page
+    for pid, body in sections.items():
+        numbers = [r["round"] for r in rounds_of(records, pid)]
+        labels = [int(t) for t in re.findall(r'class="tick-label"[^>]*>(\d+)</text>', body)]
+        assert len(labels) >= 5 and labels == sorted(labels), labels
+        assert set(labels) <= set(numbers) and labels[-1] == numbers[-1], (labels, numbers)
+        gaps = {b - a for a, b in zip(labels, labels[1:-1])}  # the last may be closer
+        assert len(gaps) == 1, labels  # every few rounds: one step between the labels
+        assert '>round</text>' in body
+
+
+def exiting_last_round(log):
+    """The log with its last round as a round recorded while the process exits writes it (no
+    breakdown: memory_skipped exiting), where the run's own last round was not."""
+    lines = log.read_text().splitlines()
+    at = max(i for i, l in enumerate(lines) if json.loads(l).get("event") == "round")
+    rec = json.loads(lines[at])
+    rec.pop("memory", None)
+    rec["memory_skipped"] = "exiting"
+    lines[at] = json.dumps(rec)
+    log.write_text("\n".join(lines) + "\n")
+
+
+def test_the_chart_takes_the_whole_width_and_has_a_bar_for_every_round(tmp_path):
+    log = tmp_path / "rt.jsonl"
+    env = shim_env({"ROUNDTRIM_GC_ROUNDS": "1", "ROUNDTRIM_CLEANUP_BUDGET": "0"}, log_path=log)
+    subprocess.run([prog("diag_native"), "frag", "12", "0"], env=env, check=True, timeout=120,
+                   capture_output=True)
+    exiting_last_round(log)
+    out = tmp_path / "report.html"
+    report("--html", out, log)
+    body = out.read_text()
+    svg = re.search(r"<svg [^>]*>", body).group(0)
+    width = int(re.search(r'viewBox="0 0 (\d+) \d+"', svg).group(1))
+    assert "svg.chart { width: 100%;" in body  # drawn to the page's width
+    bars = {}
+    for kind, x, w in re.findall(r'<rect class="(part|unmeasured)"[^>]*? x="([\d.]+)"[^>]*? '
+                                 r'width="([\d.]+)"', body):
+        bars[float(x)] = (kind, float(w))
+    rounds = [json.loads(l) for l in log.read_text().splitlines()]
+    rounds = [r for r in rounds if r.get("event") == "round"]
+    assert len(bars) == len(rounds)  # one bar a round, the last one included
+    last = max(bars)
+    assert bars[last][0] == "unmeasured"
+    # the plot runs to the chart's right edge, less its margin
+    assert last + bars[last][1] >= 0.97 * width
+
+
+def test_rss_before_and_after_the_cleanup_are_two_lines(page):
+    _, sections = page
+    for body in sections.values():
+        before = re.search(r'<polyline class="line rss-before"[^>]*>', body).group(0)
+        after = re.search(r'<polyline class="line rss-after"[^>]*>', body).group(0)
+        assert "stroke-dasharray" in before and "stroke-dasharray" not in after
+        assert "RSS after cleanup: below the dashed line by what cleanup gave back" in body
+
+
+def test_the_rounds_are_a_table_behind_a_disclosure(page):
+    records, sections = page
+    for pid, body in sections.items():
+        table = re.search(r'<details class="rounds"><summary>(.*?)</summary>(.*?)</details>',
+                          body, re.S)
+        assert table, body[:500]
+        rows = re.findall(r"<tr><td>(\d+)</td>", table.group(2))
+        assert [int(r) for r in rows] == [r["round"] for r in rounds_of(records, pid)]
+
+
+def test_what_the_log_says_in_the_table_is_escaped(tmp_path, page):
+    log = tmp_path / "rt.jsonl"
+    env = shim_env({"ROUNDTRIM_GC_ROUNDS": "0"}, log_path=log)
+    subprocess.run([prog("diag_native"), "flat", "4"], env=env, check=True, timeout=60,
+                   capture_output=True)
+    pid = json.loads(log.read_text().splitlines()[0])["pid"]
+    with open(log, "a") as f:
+        f.write(json.dumps({"event": "round", "pid": pid, "ts": 2e9, "round": 5,
+                            "source": "<img src=x onerror=alert(1)>", "rss_before": 1 << 24,
+                            "rss_after": 1 << 24, "cleanup": ["</table><script>x()</script>"],
+                            "cleanup_us": 10}) + "\n")
+    out = tmp_path / "report.html"
+    report("--html", out, log)
+    text = out.read_text()
+    assert "<img" not in text and "<script" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
