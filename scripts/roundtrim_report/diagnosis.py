@@ -292,6 +292,9 @@ def diagnosis_of(proc, resolver):
     if d.get("cause") in ("leak", "unsure") and kept.holders is not None:
         d["holders"] = kept.holders["holders"]
         d["holders_round"] = kept.holders["round"]
+    counts = recovered_rounds(proc, d)
+    if counts is not None:
+        d["recovered_rounds"] = counts
     d = headline_first(d)
     if d.get("cause") == "leak":
         if proc.sites.count:
@@ -304,6 +307,35 @@ def diagnosis_of(proc, resolver):
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
     return d
+
+
+# What each cleanup action gave back in a round record, by the names of the diagnosis's
+# "recovered" object.
+RECOVERED_FIELDS = {
+    "gc": ("gc_freed_bytes",),
+    "trim": ("trim_released_bytes",),
+    "device": ("torch_released_bytes", "cupy_released_bytes", "cuda_pool_trim_bytes"),
+}
+
+
+def recovered_rounds(proc, d):
+    """In how many rounds of the diagnosis's window each cleanup action gave anything back (its
+    figure is a mean: a few rounds may carry it), or None without a window."""
+    first, last = d.get("first_round"), d.get("last_round")
+    if not (_whole(first) and _whole(last)):
+        return None
+    rounds = proc.rounds
+    numbers = list(rounds.field("round"))
+    counts = {}
+    for name, fields in RECOVERED_FIELDS.items():
+        given = [0] * len(numbers)
+        for field in fields:
+            for i, v in enumerate(rounds.field(field)):
+                if isinstance(v, (int, float)) and v > 0:
+                    given[i] += v
+        counts[name] = sum(1 for n, v in zip(numbers, given)
+                           if _whole(n) and first <= n <= last and v > 0)
+    return counts
 
 
 # What a person reads first, in every form of the report: the verdict, what keeps the memory, and
@@ -425,8 +457,17 @@ def text_parts(d):
     recovered = d.get("recovered_bytes_per_round")
     if isinstance(recovered, (int, float)) and recovered >= 0.05 * MIB:
         parts = d.get("recovered") or {}
-        lines.append(f"    cleanup recovers {recovered / MIB:.1f} MiB/round over {rounds} ("
-                     + ", ".join(f"{k} {v / MIB:.1f} MiB" for k, v in parts.items()
+        counts = d.get("recovered_rounds") or {}
+
+        def part_words(k, v):
+            n = counts.get(k)
+            if v > 0 and _whole(n):
+                return f"{k} {v / MIB:.1f} MiB, in {n} of {rounds}"
+            return f"{k} {v / MIB:.1f} MiB"
+
+        lines.append(f"    cleanup recovers {recovered / MIB:.1f} MiB/round on average over "
+                     f"{rounds} ("
+                     + "; ".join(part_words(k, v) for k, v in parts.items()
                                  if isinstance(v, (int, float)))
                      + ")")
     lines.append(f"    {d.get('advice', '')}")

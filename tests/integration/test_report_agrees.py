@@ -108,6 +108,20 @@ def test_a_gc_that_frees_every_round_says_in_how_many_rounds(run_shim):
     assert [int(g) for g in said.groups()] == [freeing, d["first_round"], d["last_round"]]
 
 
+def test_what_cleanup_recovers_says_in_how_many_rounds(run_shim):
+    """Its figure is a mean over the window: the report says how many of the rounds gave it."""
+    res = python(run_shim, "garbage_rare", 20)
+    d = last_diagnosis(res)
+    window = f"rounds {d['first_round']}-{d['last_round']}"
+    gave = sum(1 for r in res.rounds if d["first_round"] <= r["round"] <= d["last_round"]
+               and r.get("gc_freed_bytes", 0) > 0)
+    line = next(l for l in report(res.log_path).splitlines() if "cleanup recovers" in l)
+    assert line.startswith("    cleanup recovers ") and f"on average over {window}" in line, line
+    assert re.search(rf"gc [\d.]+ MiB, in {gave} of {window}", line), (gave, line)
+    doc = json.loads(report("--json", res.log_path))["processes"][0]["diagnosis"]
+    assert doc["recovered_rounds"]["gc"] == gave
+
+
 # ---- every figure says its window -----------------------------------------------------------
 
 
