@@ -31,6 +31,9 @@
  * new level, not growth: a single step gives at least two thirds, two equal steps a third. */
 #define STEP_SHARE 0.5
 
+/* The actions whose yield is held: indexes of roundtrim_diagnosis.held_rounds. */
+enum held_action { HELD_GC, HELD_TRIM, HELD_DEVICE };
+
 static const char *const cause_names[RT_CAUSE_COUNT] = {
     "none", "leak", "fragmentation", "garbage", "cuda_cache", "outside_heap", "unsure"};
 
@@ -245,6 +248,57 @@ static void filtered(const struct series *in, struct series *out)
     }
 }
 
+/* The squared residuals of the best fit of y = c + g * max(0, x - x[b]) over points [a, e]: flat
+ * up to round b, a line from there. */
+static double hinge_residuals(const struct series *s, size_t a, size_t e, size_t b)
+{
+    size_t n = e + 1 - a;
+    double mz = 0, my = 0;
+    for (size_t i = a; i <= e; i++) {
+        mz += s->x[i] > s->x[b] ? s->x[i] - s->x[b] : 0;
+        my += s->y[i];
+    }
+    mz /= (double)n;
+    my /= (double)n;
+    double szz = 0, szy = 0;
+    for (size_t i = a; i <= e; i++) {
+        double z = (s->x[i] > s->x[b] ? s->x[i] - s->x[b] : 0) - mz;
+        szz += z * z;
+        szy += z * (s->y[i] - my);
+    }
+    double g = szz > 0 ? szy / szz : 0, ss = 0;
+    for (size_t i = a; i <= e; i++) {
+        double z = (s->x[i] > s->x[b] ? s->x[i] - s->x[b] : 0) - mz;
+        double r = s->y[i] - my - g * z;
+        ss += r * r;
+    }
+    return ss;
+}
+
+/* The first round that grew, in the first window of m rounds that grows (from index a): a window
+ * passes once its later rounds rise, so a part flat until round 20 grows in the window of rounds
+ * 17-22. The round after the last flat one, where a flat stretch and a line from its end fit the
+ * rounds from the one before the window to the window's end clearly better (half the squared
+ * residuals) than one line does; else a. */
+static size_t growth_start(const struct series *s, size_t a, size_t m)
+{
+    size_t lo = a ? a - 1 : 0, e = a + m - 1;
+    if (e >= s->n)
+        e = s->n - 1;
+    if (e < lo + 3)
+        return a;
+    double line = hinge_residuals(s, lo, e, lo), best = line;
+    size_t at = lo;
+    for (size_t b = lo + 1; b + 2 <= e; b++) {
+        double ss = hinge_residuals(s, lo, e, b);
+        if (ss < best) {
+            best = ss;
+            at = b;
+        }
+    }
+    return at > lo && best < 0.5 * line ? at + 1 : a;
+}
+
 static void trend_of(const struct series *raw, double min_slope, struct trend *t)
 {
     memset(t, 0, sizeof *t);
@@ -277,6 +331,8 @@ static void trend_of(const struct series *raw, double min_slope, struct trend *t
             t->window_rounds = m;
         }
     }
+    if (t->persisted > 0)
+        t->since = growth_start(s, t->since, t->window_rounds);
 }
 
 static int64_t nearest(double v)
@@ -318,7 +374,7 @@ static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
             d->steps, (unsigned long long)d->growing_since, (unsigned long long)d->last_step);
         return;
     }
-    say(d, " It grew in each of the last %d windows of %zu rounds (since round %llu).",
+    say(d, " It grew in each of the last %d windows of %zu rounds, from round %llu on.",
         d->persisted, window_rounds, (unsigned long long)d->growing_since);
 }
 
@@ -335,16 +391,24 @@ static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_d
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
 }
 
+/* The rounds the advice's growth figure is fitted over (the verdict's figures cover the last
+ * window only): " over rounds 20-40". */
+static void say_rate_rounds(struct roundtrim_diagnosis *d)
+{
+    say(d, " over rounds %llu-%llu", (unsigned long long)d->rate_first_round,
+        (unsigned long long)d->last_round);
+}
+
 static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
                         double g)
 {
     char b[32];
     fmt_bytes(b, sizeof b, g);
-    say(d,
-        "Live memory grows %s per round: the program keeps references from one round into "
-        "the next (a list of updates, a copy of the model, a history). No cleanup can free "
-        "it; the fix is in the code that keeps them.",
-        b);
+    say(d, "Live memory grows %s per round", b);
+    say_rate_rounds(d);
+    say(d, ": the program keeps references from one round into the next (a list of updates, a "
+           "copy of the model, a history). No cleanup can free it; the fix is in the code that "
+           "keeps them.");
     if (d->uncounted_per_round > 0) {
         fmt_bytes(b, sizeof b, d->uncounted_per_round);
         say(d,
@@ -453,10 +517,10 @@ static void advise_cause(struct roundtrim_diagnosis *d, const struct roundtrim_d
         break;
     case RT_CAUSE_FRAGMENTATION:
         fmt_bytes(b, sizeof b, g[RT_CAUSE_FRAGMENTATION]);
-        say(d,
-            "Freed heap kept resident grows %s per round while live memory does not: the "
-            "blocks that live on pin the pages freed around them.",
-            b);
+        say(d, "Freed heap kept resident grows %s per round", b);
+        say_rate_rounds(d);
+        say(d, " while live memory does not: the blocks that live on pin the pages freed around "
+               "them.");
         if (ctx->cleanup_every == 0)
             say(d, " Cleanup is off: set NVFLARE_CLIENT_MEMORY_GC_ROUNDS=1 (or "
                    "ROUNDTRIM_GC_ROUNDS=1) and roundtrim trims it every round.");
@@ -468,8 +532,9 @@ static void advise_cause(struct roundtrim_diagnosis *d, const struct roundtrim_d
         break;
     case RT_CAUSE_CUDA_CACHE:
         fmt_bytes(b, sizeof b, g[RT_CAUSE_CUDA_CACHE]);
-        say(d, "Device memory cached by PyTorch, CuPy or the driver's pools grows %s per round.",
-            b);
+        say(d, "Device memory cached by PyTorch, CuPy or the driver's pools grows %s per round", b);
+        say_rate_rounds(d);
+        say(d, ".");
         if (!ctx->cuda_empty_cache)
             say(d, " Set NVFLARE_CUDA_EMPTY_CACHE=true (or ROUNDTRIM_CUDA_EMPTY_CACHE=true) and "
                    "roundtrim releases it at each cleanup.");
@@ -484,12 +549,11 @@ static void advise_cause(struct roundtrim_diagnosis *d, const struct roundtrim_d
         break;
     case RT_CAUSE_OUTSIDE_HEAP:
         fmt_bytes(b, sizeof b, g[RT_CAUSE_OUTSIDE_HEAP]);
-        say(d,
-            "Memory outside the allocators grows %s per round (anonymous mappings of the "
-            "program or a library, thread stacks, mapped files, shared memory). No allocator "
-            "setting or cleanup frees it: look for mmap calls, shared memory and threads that "
-            "are never joined.",
-            b);
+        say(d, "Memory outside the allocators grows %s per round", b);
+        say_rate_rounds(d);
+        say(d, " (anonymous mappings of the program or a library, thread stacks, mapped files, "
+               "shared memory). No allocator setting or cleanup frees it: look for mmap calls, "
+               "shared memory and threads that are never joined.");
         break;
     default:
         return;
@@ -515,21 +579,29 @@ static void say_held(struct roundtrim_diagnosis *d)
     if (d->held_gc > 0) {
         fmt_bytes(b, sizeof b, d->held_gc);
         say(d,
-            " Held flat by cleanup: gc frees %s a round (reference cycles the program makes "
-            "and drops; without a collection this program grows that much a round; breaking "
-            "the cycles, with weak references or del of what refers back, spares it).",
-            b);
+            " Held flat by cleanup: gc frees %s a round (1 MiB or more in %d of rounds "
+            "%llu-%llu; reference cycles the program makes and drops; without a collection "
+            "this program grows that much a round; breaking the cycles, with weak references "
+            "or del of what refers back, spares it).",
+            b, d->held_rounds[HELD_GC], (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round);
     }
     if (d->held_trim > 0) {
         fmt_bytes(b, sizeof b, d->held_trim);
         say(d,
-            " The trim gives back %s of freed heap a round (the round's own temporaries: "
-            "without it they stay resident until the next round reuses them).",
-            b);
+            " The trim gives back %s of freed heap a round (1 MiB or more in %d of rounds "
+            "%llu-%llu: the round's own temporaries; without it they stay resident until the "
+            "next round reuses them).",
+            b, d->held_rounds[HELD_TRIM], (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round);
     }
     if (d->held_device > 0) {
         fmt_bytes(b, sizeof b, d->held_device);
-        say(d, " The CUDA cache release gives back %s of device memory a round.", b);
+        say(d,
+            " The CUDA cache release gives back %s of device memory a round (1 MiB or more in "
+            "%d of rounds %llu-%llu).",
+            b, d->held_rounds[HELD_DEVICE], (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round);
     }
 }
 
@@ -588,8 +660,30 @@ static void live_series(const struct roundtrim_diag_sample *smp, size_t n, struc
                 s->y[i] += smp[i].known[more[k]] ? (double)smp[i].part[more[k]] : 0;
 }
 
+static uint64_t given_back(const struct roundtrim_diag_sample *smp, enum held_action what)
+{
+    return what == HELD_GC     ? smp->gc_freed
+           : what == HELD_TRIM ? smp->trim_released
+                               : smp->device_released;
+}
+
+/* What an action holds flat: its mean per round over the window, from MIN_RECOVERED, where it
+ * gave back MIN_RECOVERED or more in most of the rounds it was due in (all of them with cleanup
+ * every round, one in `every` else). */
+static double held(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w, size_t n,
+                   uint64_t every, enum held_action what, double mean)
+{
+    int rounds = 0;
+    for (size_t i = 0; i < n; i++)
+        rounds += (double)given_back(&w[i], what) >= MIN_RECOVERED;
+    size_t due = every > 1 ? (n + every - 1) / every : n;
+    d->held_rounds[what] = rounds;
+    return mean >= MIN_RECOVERED && 2 * (size_t)rounds > due ? mean : 0;
+}
+
 /* The figures over the verdict's window: slopes, what each action gave back, levels. */
-static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w, size_t n)
+static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w, size_t n,
+                    uint64_t every)
 {
     struct series s;
     for (int p = 0; p < RT_PART_COUNT; p++) {
@@ -636,11 +730,11 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
     d->device_released_per_round /= (double)n;
     d->recovered_per_round =
         d->gc_freed_per_round + d->trim_released_per_round + d->device_released_per_round;
-    /* Garbage by the bytes a collection frees, not the objects it finds. */
-    d->held_gc = d->gc_freed_per_round >= MIN_RECOVERED ? d->gc_freed_per_round : 0;
-    d->held_trim = d->trim_released_per_round >= MIN_RECOVERED ? d->trim_released_per_round : 0;
-    d->held_device =
-        d->device_released_per_round >= MIN_RECOVERED ? d->device_released_per_round : 0;
+    /* Garbage by the bytes a collection frees, not the objects it finds; and by the rounds that
+     * freed it: an average carried by a few rounds does not hold anything flat. */
+    d->held_gc = held(d, w, n, every, HELD_GC, d->gc_freed_per_round);
+    d->held_trim = held(d, w, n, every, HELD_TRIM, d->trim_released_per_round);
+    d->held_device = held(d, w, n, every, HELD_DEVICE, d->device_released_per_round);
     d->rss_mean = rss_sum / (double)n;
     double variance;
     d->growth_per_round = fit_spread(&total, 0, n, &variance);
@@ -714,10 +808,10 @@ static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_
     char b[32];
     fmt_bytes(b, sizeof b, g);
     if (strcmp(d->decided_by, "uncollected") == 0) {
-        say(d,
-            "Live memory grows %s per round, and no full collection ran in these rounds "
-            "(automatic gc off or rare",
-            b);
+        say(d, "Live memory grows %s per round", b);
+        say_rate_rounds(d);
+        say(d, ", and no full collection ran in rounds %llu-%llu (automatic gc off or rare",
+            (unsigned long long)d->first_round, (unsigned long long)d->last_round);
         if (ctx->cleanup_every == 0)
             say(d, ", roundtrim's cleanup off): references kept from round to round, or cyclic "
                    "garbage not collected yet. A collection tells them apart: set "
@@ -744,8 +838,8 @@ static void advise_unsure(struct roundtrim_diagnosis *d, const struct roundtrim_
             (unsigned long long)d->last_step, (unsigned long long)d->decide_round);
         return;
     }
-    say(d, "%s grows %s per round over rounds %llu-%llu", what, b,
-        (unsigned long long)d->first_round, (unsigned long long)d->last_round);
+    say(d, "%s grows %s per round", what, b);
+    say_rate_rounds(d);
     if (d->persisted > 0)
         say(d, ", so far in %d window(s) in a row", d->persisted);
     say(d,
@@ -824,6 +918,7 @@ static bool steps_verdict(struct roundtrim_diagnosis *d, const struct series *li
     if (*g < ROUNDTRIM_DIAG_LEAK_MIN)
         return false;
     d->growing_since = first;
+    d->rate_first_round = smp[from].round;
     d->share[RT_CAUSE_LEAK] = 1;
     d->steps = st.count;
     d->last_step = last;
@@ -897,7 +992,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     const struct roundtrim_diag_sample *win = smp + n - w;
     d->first_round = win[0].round;
     d->last_round = win[w - 1].round;
-    measure(d, win, w);
+    measure(d, win, w, ctx->cleanup_every);
 
     /* 1. What grows, persistently, over the whole history. */
     struct series live;
@@ -1002,6 +1097,8 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
         lead = RT_CAUSE_LEAK;
     if (!d->decided_by)
         d->decided_by = "flat";
+    if (!d->rate_first_round)
+        d->rate_first_round = d->growing_since ? d->growing_since : d->first_round;
 
     double cached_mean;
     find_levels(d, win, w, &cached_mean);

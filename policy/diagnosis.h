@@ -105,9 +105,10 @@ struct roundtrim_diagnosis {
     int rounds;             /* samples the figures cover (the verdict's window) */
     uint64_t first_round, last_round;
     int persisted;          /* successive windows the growing part grew in, ending at the last */
-    uint64_t growing_since; /* the first round of the first of those windows; 0: none */
-    uint64_t decide_round;  /* unsure: the round by which it can tell, if growth goes on */
-    int steps;              /* decided_by "steps": how many, the latest in round last_step */
+    uint64_t growing_since; /* the first round that grew, in the first of those windows; 0: none */
+    uint64_t rate_first_round; /* the advice's growth figure covers rounds from this one */
+    uint64_t decide_round;     /* unsure: the round by which it can tell, if growth goes on */
+    int steps;                 /* decided_by "steps": how many, the latest in round last_step */
     uint64_t last_step;
     double growth_per_round; /* bytes/round: RSS and device memory together */
     /* bytes/round: the growth figure within this of 0 does not stand out of the rounds' scatter
@@ -120,9 +121,12 @@ struct roundtrim_diagnosis {
     double gc_freed_per_round, trim_released_per_round, device_released_per_round;
     double recovered_per_round; /* the three together */
     double gc_collected_per_round;
-    double held_gc, held_trim, held_device; /* what cleanup holds flat, bytes per round */
-    double heap_free_share;                 /* median share of RSS the free-but-resident heap is */
-    double heap_free_median;                /* bytes */
+    /* What cleanup holds flat, bytes per round: an action's mean over the window where it gave
+     * back 1 MiB or more in most of the rounds it was due in (held_rounds: gc, trim, device). */
+    double held_gc, held_trim, held_device;
+    int held_rounds[3];
+    double heap_free_share;     /* median share of RSS the free-but-resident heap is */
+    double heap_free_median;    /* bytes */
     double uncounted_per_round; /* heap growth no trim returns: live blocks allocated around
                                    roundtrim's counters (a direct call of glibc's malloc) */
     double plateau_rise;        /* RT_FIND_PLATEAU: how much the live part rose before it stopped */

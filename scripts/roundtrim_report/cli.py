@@ -23,9 +23,11 @@ roundtrim report LOG.jsonl [--png OUT.png] [--html OUT.html] [--json] [--pid PID
 
 DESCRIPTION = """\
 Starts each process with its diagnosis: why its memory grows over its last rounds (leak,
-fragmentation, garbage, cuda_cache, outside_heap or none), how fast each part of its memory
-grows, what roundtrim's cleanup recovers per round, and the advice that fixes it; for a leak,
-the allocation sites that grow when sites were sampled (ROUNDTRIM_SITES=true). The process
+fragmentation, garbage, cuda_cache, outside_heap or none), then for a Python leak what keeps
+it (the holder) and when the growth uses up the memory left (the forecast), then how fast each
+part of its memory grows, what roundtrim's cleanup recovers per round, and the advice that
+fixes it; for a leak, the allocation sites that grow when sites were sampled
+(ROUNDTRIM_SITES=true). Every figure says the rounds it covers. The process
 writes the diagnosis itself (its "diagnosis" records); a log from a roundtrim whose round
 records have no memory breakdown gets no guess, only a note.
 
@@ -33,21 +35,27 @@ Then prints a table of each round recorded in a roundtrim round log (ROUNDTRIM_L
 before and after the round's cleanup, the round's peak RSS, the live heap, the cgroup's
 memory use and the device memory the process holds when known, the cleanup actions and their
 time, and the memory-pressure events between rounds. A summary per process gives what the
-cleanups gave back (resident, and device memory), the RSS trend per round: flat memory shows
-as a trend near 0 MiB/round, and the Python round hooks that attached, and
-those that never did (module never imported, or imported without the name). A line cut short,
+cleanups gave back (resident, and device memory), the trend per round of RSS after the cleanup
+over every round (flat memory shows as a trend near 0 MiB/round) and of RSS before the cleanup
+over the diagnosis's rounds (what its verdict measures), the rounds whose cleanup was held back,
+and the Python round hooks that attached, and those that never did (module never imported, or
+imported without the name). A line cut short,
 a line of 2 MiB or more (longer than any record), or a record with a field of the wrong type or
 out of range (negative, NaN, 2^64 or more), is skipped with a note on standard error that names
 its line and the field.
 
 With --json, prints instead one JSON object: {"processes": [{"pid", "role", "exe", "rounds",
-"rss_trend_bytes_per_round", "diagnosis": {"cause", "growth_bytes_per_round", "slopes" (per
-part), "shares", "recovered_bytes_per_round", "sites" (for a leak), "advice", ...}}]}.
+"diagnosis": {"cause", "growth_bytes_per_round", "holders", "forecast", then "slopes" (per
+part), "shares", "recovered_bytes_per_round", "sites" (for a leak), "advice", ...},
+"rss_trend_bytes_per_round", "rss_trend_rounds", "rss_before_trend_in_diagnosis_rounds",
+"cleanup_held_back_rounds"}]}.
 
 With --html, also writes one self-contained page (no network access needed to open it): per
-process the diagnosis, a chart per round (the parts of memory stacked, RSS after the cleanup,
-the live heap, what cleanup gave back), the growing allocation sites with their stacks, and the
-notes on the log and the steps the records say were skipped.
+process the diagnosis (the holder and the forecast first), a chart per round the page's width
+(the parts of memory stacked, RSS before and after the cleanup, the live heap, what cleanup
+gave back, an axis labelled every few rounds), the trends, the table of the rounds behind a
+disclosure, the growing allocation sites with their stacks, and the notes on the log and the
+steps the records say were skipped.
 
 With --png, also draws RSS (before, after, peak), the live heap and device memory per round,
 with the rounds that cleaned up marked, to OUT.png. The cgroup's memory use is drawn on the

@@ -254,6 +254,8 @@ def growing_sites(proc, resolver):
         "site": g.site.id,
         "bytes_per_round": round(g.per_round),
         "live_bytes": g.last_live,
+        "first_round": g.points[0][0],
+        "last_round": g.points[-1][0],
         "name": roundtrim_sites.best_name(g.site.entry, resolver),
         "stack": roundtrim_sites.stack_lines(g.site.entry, resolver),
     } for g in grows]
@@ -290,6 +292,10 @@ def diagnosis_of(proc, resolver):
     if d.get("cause") in ("leak", "unsure") and kept.holders is not None:
         d["holders"] = kept.holders["holders"]
         d["holders_round"] = kept.holders["round"]
+    counts = recovered_rounds(proc, d)
+    if counts is not None:
+        d["recovered_rounds"] = counts
+    d = headline_first(d)
     if d.get("cause") == "leak":
         if proc.sites.count:
             d["sites"] = growing_sites(proc, resolver)
@@ -301,6 +307,54 @@ def diagnosis_of(proc, resolver):
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
     return d
+
+
+# What each cleanup action gave back in a round record, by the names of the diagnosis's
+# "recovered" object.
+RECOVERED_FIELDS = {
+    "gc": ("gc_freed_bytes",),
+    "trim": ("trim_released_bytes",),
+    "device": ("torch_released_bytes", "cupy_released_bytes", "cuda_pool_trim_bytes"),
+}
+
+
+def recovered_rounds(proc, d):
+    """In how many rounds of the diagnosis's window each cleanup action gave anything back (its
+    figure is a mean: a few rounds may carry it), or None without a window."""
+    first, last = d.get("first_round"), d.get("last_round")
+    if not (_whole(first) and _whole(last)):
+        return None
+    rounds = proc.rounds
+    numbers = list(rounds.field("round"))
+    counts = {}
+    for name, fields in RECOVERED_FIELDS.items():
+        given = [0] * len(numbers)
+        for field in fields:
+            for i, v in enumerate(rounds.field(field)):
+                if isinstance(v, (int, float)) and v > 0:
+                    given[i] += v
+        counts[name] = sum(1 for n, v in zip(numbers, given)
+                           if _whole(n) and first <= n <= last and v > 0)
+    return counts
+
+
+# What a person reads first, in every form of the report: the verdict, what keeps the memory, and
+# when it will hurt; the breakdown (slopes, shares, what cleanup recovers) after them.
+HEADLINE = ("round", "cause", "cause_skipped", "mixed", "decided_by", "rounds", "first_round",
+            "last_round", "growth_bytes_per_round", "holders", "holders_round", "forecast",
+            "forecast_skipped")
+
+
+def headline_first(d):
+    """The diagnosis object with its HEADLINE keys first, in that order, the others after."""
+    out = {k: d[k] for k in HEADLINE if k in d}
+    out.update((k, v) for k, v in d.items() if k not in out)
+    return out
+
+
+def window_words(d):
+    """The rounds the verdict's figures cover: "rounds 11-20"."""
+    return f"rounds {d.get('first_round')}-{d.get('last_round')}"
 
 
 FORECAST_SKIPPED = {
@@ -321,8 +375,8 @@ def forecast_line(d):
     if not (_whole(rounds) and _whole(at) and _whole(room)):
         return None
     where = "its cgroup's limit" if f.get("headroom_of") == "cgroup" else "the machine's memory"
-    line = (f"    forecast: at this growth it uses up the {room / MIB:.0f} MiB left under {where} "
-            f"in about {rounds} rounds (round {at})")
+    line = (f"    forecast: at the growth of {window_words(d)} it uses up the {room / MIB:.0f} MiB "
+            f"left under {where} in about {rounds} rounds (round {at})")
     job, before = f.get("job_rounds"), f.get("before_job_end")
     if not _whole(job):
         before = None
@@ -355,34 +409,46 @@ def holder_lines(d):
             what.append(f"+{_bytes_words(per)} a round")
         label = "holder" if n == 0 else "   and"
         out.append(f"    {label}: {h['path']} ({', '.join(what)})")
+    # The search's rates are over its own walks, not the verdict's rounds: said once.
+    out.append(f"    (holder figures: the search's latest walks, up to round "
+               f"{d.get('holders_round')})")
     return out
 
 
 def text_lines(d):
     """The diagnosis in plain words, the first lines of a process's report."""
+    verdict, headline, breakdown = text_parts(d)
+    return [verdict] + headline + breakdown
+
+
+def text_parts(d):
+    """The diagnosis in plain words as (the verdict's line, the lines a person reads first: what
+    keeps the memory and when it will hurt, the breakdown and advice after them)."""
     cause = d.get("cause")
     if cause is None:
-        return [f"  diagnosis: none ({d.get('cause_skipped')}). {d.get('advice', '')}"]
+        return f"  diagnosis: none ({d.get('cause_skipped')}). {d.get('advice', '')}", [], []
     words = CAUSE_WORDS.get(cause, cause)
     head = f"  diagnosis: {words}"
     if d.get("mixed"):
         head += " (mixed)"
-    rounds = f"rounds {d.get('first_round')}-{d.get('last_round')}"
+    rounds = window_words(d)
     growth = d.get("growth_bytes_per_round")
     if cause == "none":
-        lines = [f"{head}; {_flat_words(growth, d.get('growth_noise_bytes_per_round'), rounds)}"]
+        verdict = f"{head}; {_flat_words(growth, d.get('growth_noise_bytes_per_round'), rounds)}"
     else:
-        lines = [f"{head}; memory {_rate(growth)} over {rounds}"]
-    lines += holder_lines(d)
+        verdict = f"{head}; memory {_rate(growth)} over {rounds}"
+    headline = holder_lines(d)
     forecast = forecast_line(d)
     if forecast:
-        lines.append(forecast)
+        headline.append(forecast)
+    lines = []
     slopes = d.get("slopes") or {}
     moving = [(k, v) for k, v in slopes.items()
               if isinstance(v, (int, float)) and abs(v) >= 64 * 1024]
     if moving:
         # Where nothing grows, a part's fit over the window is not growth: said so beside it.
-        label = "by part, fitted (none keeps growing)" if cause == "none" else "by part"
+        label = (f"by part over {rounds}, fitted (none keeps growing)" if cause == "none"
+                 else f"by part over {rounds}")
         lines.append(f"    {label}: " + ", ".join(f"{PART_WORDS.get(k, k)} {_rate(v)}"
                                                   for k, v in moving))
     shares = d.get("shares") or {}
@@ -391,14 +457,25 @@ def text_lines(d):
     recovered = d.get("recovered_bytes_per_round")
     if isinstance(recovered, (int, float)) and recovered >= 0.05 * MIB:
         parts = d.get("recovered") or {}
-        lines.append(f"    cleanup recovers {recovered / MIB:.1f} MiB/round ("
-                     + ", ".join(f"{k} {v / MIB:.1f} MiB" for k, v in parts.items()
+        counts = d.get("recovered_rounds") or {}
+
+        def part_words(k, v):
+            n = counts.get(k)
+            if v > 0 and _whole(n):
+                return f"{k} {v / MIB:.1f} MiB, in {n} of {rounds}"
+            return f"{k} {v / MIB:.1f} MiB"
+
+        lines.append(f"    cleanup recovers {recovered / MIB:.1f} MiB/round on average over "
+                     f"{rounds} ("
+                     + "; ".join(part_words(k, v) for k, v in parts.items()
                                  if isinstance(v, (int, float)))
                      + ")")
     lines.append(f"    {d.get('advice', '')}")
     for n, site in enumerate(d.get("sites") or [], 1):
         lines.append(f"    growing site {n}: {site['name']} "
-                     f"{_rate(site['bytes_per_round'])}, live {site['live_bytes'] / MIB:.1f} MiB")
+                     f"{_rate(site['bytes_per_round'])} over rounds {site.get('first_round')}-"
+                     f"{site.get('last_round')} (its sites records), live "
+                     f"{site['live_bytes'] / MIB:.1f} MiB")
         for frame in site["stack"][:6]:
             lines.append(f"        {frame}")
     if d.get("sites_skipped") == "no_growing_site":
@@ -406,4 +483,4 @@ def text_lines(d):
     if d.get("computed_by") == "report":
         lines.append("    (the process wrote no diagnosis for these rounds: the report computed "
                      "it from its round records with the library's code)")
-    return lines
+    return verdict, headline, lines

@@ -1,26 +1,35 @@
 """`roundtrim report --json`: one JSON object for a round log, {"processes": [...]}, each
-process with its role, its executable, its number of rounds, its RSS trend and its diagnosis,
-for programs to read."""
+process with its role, its executable, its number of rounds, its diagnosis (the verdict, the
+holder and the forecast first, the breakdown after) and its RSS trends with their windows, for
+programs to read."""
 
 import json
 import math
 
 from . import diagnosis as roundtrim_diagnosis
-from .common import MIB, trend_per_round
+from .trends import trends
 
 def print_json(procs, resolver, out):
     """--json: per process, what it is, its trend and its diagnosis; one JSON document, written
     a process at a time."""
     out.write('{\n "processes": [')
     for n, proc in enumerate(procs):
-        trend = trend_per_round(proc.rounds, "rss_after")
+        diagnosis = roundtrim_diagnosis.diagnosis_of(proc, resolver)
+        t = trends(proc, diagnosis)
         entry = {
             "pid": proc.pid,
             "role": proc.role,
             "exe": proc.exe,
             "rounds": len(proc.rounds),
-            "rss_trend_bytes_per_round": None if trend is None else round(trend * MIB),
-            "diagnosis": roundtrim_diagnosis.diagnosis_of(proc, resolver),
+            "diagnosis": diagnosis,
+            # RSS after each round's cleanup, over every round
+            "rss_trend_bytes_per_round": None if t["all"] is None else round(t["all"][2]),
+            "rss_trend_rounds": None if t["all"] is None else list(t["all"][:2]),
+            # RSS before the cleanup over the diagnosis's rounds: what its verdict measures
+            "rss_before_trend_in_diagnosis_rounds": None if t["window"] is None else {
+                "first_round": t["window"][0], "last_round": t["window"][1],
+                "bytes_per_round": round(t["window"][2])},
+            "cleanup_held_back_rounds": t["held_back"],
         }
         text = json.dumps(finite(entry), indent=1, allow_nan=False)
         out.write(("," if n else "") + "\n  " + text.replace("\n", "\n  "))

@@ -15,7 +15,8 @@ import sys
 import tempfile
 
 from . import text as roundtrim_text
-from .common import PROG, mib_or_none, trend_per_round
+from .common import MIB, PROG, mib_or_none
+from .trends import rss_trend
 
 MAX_PANELS = 6
 
@@ -67,9 +68,10 @@ def panel_title(proc):
         title += f" ({proc.role})"
     if proc.exe:
         title += f": {os.path.basename(str(proc.exe))}"
-    slope = trend_per_round(proc.rounds, "rss_after")
-    if slope is not None:
-        title += f"  |  RSS after: {slope:+.2f} MiB/round"
+    trend = rss_trend(proc.rounds, "rss_after")
+    if trend is not None:
+        first, last, per = trend
+        title += f"  |  RSS after: {per / MIB:+.2f} MiB/round, rounds {first}-{last}"
     return title
 
 

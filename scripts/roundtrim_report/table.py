@@ -9,8 +9,9 @@ import heapq
 import time
 
 from . import diagnosis as roundtrim_diagnosis
-from .common import MIB, mib, plural, trend_per_round
+from .common import MIB, mib, plural
 from .fields import SKIP_REASONS, STEP_SKIPS
+from .trends import rss_trend, trends
 
 def rel_time(record, t0):
     ts = record.get("ts")
@@ -182,7 +183,8 @@ def in_order(keys):
 
 def print_table(proc, out, resolver):
     print(describe(proc), file=out)
-    for line in roundtrim_diagnosis.text_lines(roundtrim_diagnosis.diagnosis_of(proc, resolver)):
+    diagnosis = roundtrim_diagnosis.diagnosis_of(proc, resolver)
+    for line in roundtrim_diagnosis.text_lines(diagnosis):
         print(line, file=out)
     if not proc.rounds and not proc.pressure:
         print("  no rounds recorded", file=out)
@@ -205,11 +207,31 @@ def print_table(proc, out, resolver):
             print("  skipped steps (actions column):", file=out)
             for line in legend:
                 print("  " + line, file=out)
-    print_summary(proc, out)
+    print_summary(proc, out, diagnosis)
     print(file=out)
 
 
-def print_summary(proc, out):
+def trend_lines(proc, diagnosis):
+    """The RSS trend over all the rounds, and over the diagnosis's rounds on what its verdict
+    measures, each with its window; where cleanup was held back, why RSS after it rises."""
+    t = trends(proc, diagnosis)
+    if t["all"] is None:
+        return []
+    first, last, per = t["all"]
+    lines = [f"  RSS trend: {per / MIB:+.2f} MiB per round over rounds {first}-{last} (RSS after "
+             "each round's cleanup, all rounds)"]
+    if t["window"] is not None:
+        first, last, per = t["window"]
+        lines.append(f"  RSS before the cleanup over rounds {first}-{last}, the diagnosis's (what "
+                     f"its verdict measures): {per / MIB:+.2f} MiB per round")
+    if t["held_back"]:
+        lines.append(f"  cleanup was held back in {plural(t['held_back'], 'round')} (budget or "
+                     "pause limit): RSS after such a round keeps what the trim or gc would have "
+                     "given back")
+    return lines
+
+
+def print_summary(proc, out, diagnosis):
     rounds = proc.rounds
     if rounds:
         cleanups, given_back, device_back, peak = 0, 0, 0, None
@@ -232,13 +254,13 @@ def print_summary(proc, out):
         if peak is not None:
             line += f", highest peak {mib(peak)} MiB"
         print(line, file=out)
-        slope = trend_per_round(rounds, "rss_after")
-        if slope is not None:
-            print(f"  RSS trend: {slope:+.2f} MiB per round", file=out)
-        if proc.has("device_held"):
-            dslope = trend_per_round(rounds, "device_held")
-            if dslope is not None:
-                print(f"  device memory trend: {dslope:+.2f} MiB per round", file=out)
+        for line in trend_lines(proc, diagnosis):
+            print(line, file=out)
+        device = rss_trend(rounds, "device_held") if proc.has("device_held") else None
+        if device is not None:
+            first, last, per = device
+            print(f"  device memory trend: {per / MIB:+.2f} MiB per round over rounds "
+                  f"{first}-{last}", file=out)
     if proc.pressure:
         levels = [p.get("level", "?") for p in proc.pressure]
         print(f"  memory pressure events: {levels.count('warn')} above the warning line, "

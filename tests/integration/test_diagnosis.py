@@ -391,7 +391,8 @@ def test_a_leak_says_in_how_many_rounds_it_reaches_the_cgroup_limit(run_shim, tm
     out = report(res.log_path)
     assert out.returncode == 0, out.stderr
     line = out.stdout.splitlines()[2]
-    assert line.startswith(f"    forecast: at this growth it uses up the 160 MiB left under its "
+    assert line.startswith(f"    forecast: at the growth of rounds {d['first_round']}-"
+                           f"{d['last_round']} it uses up the 160 MiB left under its "
                            f"cgroup's limit in about {f['rounds_to_limit']} rounds "
                            f"(round {f['limit_round']})"), line
     assert line.endswith(f": BEFORE the job's {job_rounds} rounds end" if before
@@ -436,9 +437,10 @@ def test_the_report_starts_with_the_diagnosis_in_words(run_shim):
     assert lines[0].startswith("process ")
     assert lines[1].startswith("  diagnosis: a leak: live memory grows; memory +6.0"), lines[:5]
     # when it will hurt, first: here against the machine's memory, the job's rounds unknown
-    assert lines[2].startswith("    forecast: at this growth it uses up the "), lines[:5]
+    assert lines[2].startswith("    forecast: at the growth of rounds "), lines[:5]
     assert "left under the machine's memory" in lines[2] and "ROUNDTRIM_JOB_ROUNDS unset" in lines[2]
-    assert re.search(r"by part: heap live \+6\.0\d MiB/round", lines[3]), lines[:5]
+    assert re.search(r"by part over rounds \d+-\d+: heap live \+6\.0\d MiB/round", lines[3]), \
+        lines[:5]
     assert "No cleanup can free it" in lines[4], lines[:5]
 
 

@@ -8,6 +8,7 @@
  *             resident, live heap flat)
  *   outside   maps 8 MiB of anonymous memory with mmap each round and keeps it (no malloc)
  *   flat      allocates and frees 32 MiB each round (nothing kept)
+ *   late      flat until round 19, then leak from round 20 on (growth that starts late)
  *   mixed     keeps 3 MiB of malloc blocks and maps 3 MiB with mmap each round
  *   gradual   builds 160 MiB of 64 KiB blocks, then frees seven in eight of them in 16 batches
  *             PAUSE_MS/4 apart; the survivors live until the next round's blocks are placed, so
@@ -40,6 +41,8 @@
 void roundtrim_round_end(void) __attribute__((weak));
 
 #define MiB (1024 * 1024)
+/* The first round mode late keeps memory in. */
+#define LATE_ROUND 20
 
 static void touch(void *p, size_t n)
 {
@@ -181,10 +184,9 @@ static void append_rows(size_t bytes, bool zero_all)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(
-            stderr,
-            "usage: diag_native leak|frag|outside|flat|mixed|gradual|pinned|buffer|doubling|busy "
-            "[ROUNDS [PAUSE_MS]]\n");
+        fprintf(stderr, "usage: diag_native "
+                        "leak|frag|outside|flat|late|mixed|gradual|pinned|buffer|doubling|busy "
+                        "[ROUNDS [PAUSE_MS]]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -203,8 +205,11 @@ int main(int argc, char **argv)
             append_rows(768 * 1024, false);
         } else if (strcmp(mode, "doubling") == 0) {
             append_rows(768 * 1024, true);
-        } else if (strcmp(mode, "flat") == 0) {
+        } else if (strcmp(mode, "flat") == 0 || (strcmp(mode, "late") == 0 && r < LATE_ROUND)) {
             churn();
+        } else if (strcmp(mode, "late") == 0) {
+            keep_small(2 * MiB);
+            touch(malloc(4 * MiB), 4 * MiB);
         } else if (strcmp(mode, "mixed") == 0) {
             keep_small(3 * MiB);
             keep_mapped(3 * MiB);

@@ -7,6 +7,8 @@
     garbage     makes 20,000 objects in reference cycles per round (8 MiB of payload) and
                 drops them; automatic gc is off, so only a collection frees them
     flat        builds and drops the same dict each round
+    garbage_rare  flat, but every fifth round (5, 10, ...) also makes and drops garbage's
+                20,000 cycles: a collection frees megabytes in one round in five
     outside     keeps an 8 MiB anonymous mmap.mmap per round (the mmap module, not pymalloc)
     torch_leak  keeps a clone of a 1 MiB CPU tensor per round (keep.append(base.clone()))
 
@@ -36,7 +38,7 @@ class Node:
 
 
 keep = []
-if MODE == "garbage":
+if MODE in ("garbage", "garbage_rare"):
     gc.disable()
 if MODE == "torch_leak":
     import torch
@@ -48,9 +50,12 @@ for r in range(ROUNDS):
     elif MODE == "garbage":
         for _ in range(20000):
             Node()
-    elif MODE == "flat":
+    elif MODE == "flat" or MODE == "garbage_rare":
         table = {i: (i, str(i)) for i in range(40000)}
         del table
+        if MODE == "garbage_rare" and (r + 1) % 5 == 0:
+            for _ in range(20000):
+                Node()
     elif MODE == "outside":
         m = mmap.mmap(-1, 8 << 20)
         m.write(b"x" * (8 << 20))

@@ -719,8 +719,42 @@ START_TEST(a_leak_that_starts_late_is_found_once_it_persists)
     ck_assert_str_ne(roundtrim_cause_name(d.cause), "leak");
     roundtrim_diagnose(s, shaped(s, 26, live), &every_round, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
-    ck_assert_uint_ge(d.growing_since, 8);
+    /* The first round above the flat ones (round 13), not the first window's start. */
+    ck_assert_uint_eq(d.growing_since, s[12].round);
     ck_assert_int_ge(d.persisted, ROUNDTRIM_DIAG_PERSIST);
+    ck_assert_ptr_nonnull(strstr(d.advice, "1.0 MiB per round over rounds 13-26"));
+}
+END_TEST
+
+START_TEST(cleanup_holds_flat_only_what_most_rounds_give_back)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    struct roundtrim_diagnosis d;
+    make(s, 10, &sh, true, false);
+    for (size_t i = 0; i < 10; i++) { /* 6 MiB freed in 2 of 10 rounds: 1.2 MiB on average */
+        s[i].gc_ran = true;
+        s[i].gc_skipped = NULL;
+        s[i].gc_freed = i % 5 == 4 ? (uint64_t)(6 * MIB) : 0;
+    }
+    roundtrim_diagnose(s, 10, &every_round, &d);
+    ck_assert_double_eq_tol(d.gc_freed_per_round, 1.2 * MIB, 1024);
+    ck_assert_double_eq(d.held_gc, 0);
+    ck_assert_int_eq(d.held_rounds[0], 2);
+    ck_assert_ptr_null(strstr(d.advice, "Held flat"));
+    for (size_t i = 0; i < 10; i++) /* 6 of 10 */
+        s[i].gc_freed = i % 5 < 3 ? (uint64_t)(2 * MIB) : 0;
+    roundtrim_diagnose(s, 10, &every_round, &d);
+    ck_assert_double_eq_tol(d.held_gc, 1.2 * MIB, 1024);
+    ck_assert_ptr_nonnull(strstr(d.advice, "gc frees 1.2 MiB a round (1 MiB or more in 6 of rounds "
+                                           "1-10"));
+    /* Cleanup every 5 rounds: due in 2 of the 10, given back in both. */
+    struct roundtrim_diag_context every5 = every_round;
+    every5.cleanup_every = 5;
+    for (size_t i = 0; i < 10; i++)
+        s[i].gc_freed = i % 5 == 4 ? (uint64_t)(6 * MIB) : 0;
+    roundtrim_diagnose(s, 10, &every5, &d);
+    ck_assert_double_eq_tol(d.held_gc, 1.2 * MIB, 1024);
 }
 END_TEST
 
@@ -914,6 +948,7 @@ int main(void)
     tcase_add_test(tc, one_step_is_a_new_level_and_steps_that_go_on_are_a_leak);
     tcase_add_test(tc, a_small_leak_among_noise_is_a_leak_whatever_its_size);
     tcase_add_test(tc, a_leak_that_starts_late_is_found_once_it_persists);
+    tcase_add_test(tc, cleanup_holds_flat_only_what_most_rounds_give_back);
     tcase_add_test(tc, heap_growth_no_trim_returns_is_live_memory_the_counters_missed);
     tcase_add_test(tc, advice_says_nothing_the_facts_contradict);
     tcase_add_test(tc, one_round_measured_wrong_does_not_break_persistence);
