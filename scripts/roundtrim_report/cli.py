@@ -48,7 +48,8 @@ With --json, prints instead one JSON object: {"processes": [{"pid", "role", "exe
 "diagnosis": {"cause", "growth_bytes_per_round", "holders", "forecast", then "slopes" (per
 part), "shares", "recovered_bytes_per_round", "sites" (for a leak), "advice", ...},
 "rss_trend_bytes_per_round", "rss_trend_rounds", "rss_before_trend_in_diagnosis_rounds",
-"cleanup_held_back_rounds"}]}.
+"cleanup_held_back_rounds", "latest_records": {"start", "round", "pressure", "sites",
+"holders", "exit" or "exec": the latest record of each kind, whole}}]}.
 
 With --html, also writes one self-contained page (no network access needed to open it): per
 process the diagnosis (the holder and the forecast first), a chart per round the page's width
@@ -224,7 +225,7 @@ def main(argv):
             return Process(pid, roundtrim_sites.Kept(last, history), keep_rounds=False)
     else:  # the rounds; of the sites records, their number (the diagnosis keeps the last lines)
         def new_process(pid):
-            return Process(pid, roundtrim_sites.Kept(0))
+            return Process(pid, roundtrim_sites.Kept(0), keep_latest=opts.json)
     name = "standard input" if path == "-" else path
     # What the log says reaches a terminal only as text (JSON escapes it on its own).
     roundtrim_text.guard_terminal()

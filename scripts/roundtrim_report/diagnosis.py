@@ -64,7 +64,9 @@ class Kept:
         self.latest = None  # the last diagnosis record
         self.with_breakdown = 0  # rounds whose record has a memory breakdown
         self.without_breakdown = 0
-        self.samples = collections.deque(maxlen=DIAG_HISTORY)  # roundtrim-diagnose's sample lines
+        # roundtrim-diagnose's sample lines (made with the first: a process of a round or two
+        # among hundreds of thousands need not carry an empty window)
+        self.samples = ()
         self.last_round = None
         # The last sites records as their lines (one can be 512 KiB; parsed, several times
         # that): parsed only for a process whose cause is a leak.
@@ -80,6 +82,8 @@ class Kept:
             self.last_round = record["round"]
         line = sample_line(record)
         if line:
+            if not self.samples:
+                self.samples = collections.deque(maxlen=DIAG_HISTORY)
             self.samples.append(line)
 
     def add_diagnosis(self, record):

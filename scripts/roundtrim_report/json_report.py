@@ -1,12 +1,14 @@
 """`roundtrim report --json`: one JSON object for a round log, {"processes": [...]}, each
 process with its role, its executable, its number of rounds, its diagnosis (the verdict, the
-holder and the forecast first, the breakdown after) and its RSS trends with their windows, for
-programs to read."""
+holder and the forecast first, the breakdown after), its RSS trends with their windows, and the
+latest record of each kind the library wrote for it, whole (start, round, pressure, sites,
+holders, exit or exec), for programs to read."""
 
 import json
 import math
 
 from . import diagnosis as roundtrim_diagnosis
+from .roundlog import EVENTS
 from .trends import trends
 
 def print_json(procs, resolver, out):
@@ -30,10 +32,25 @@ def print_json(procs, resolver, out):
                 "first_round": t["window"][0], "last_round": t["window"][1],
                 "bytes_per_round": round(t["window"][2])},
             "cleanup_held_back_rounds": t["held_back"],
+            # every key the library wrote, as it wrote it (the diagnosis's are above)
+            "latest_records": latest_records(proc),
         }
         text = json.dumps(finite(entry), indent=1, allow_nan=False)
         out.write(("," if n else "") + "\n  " + text.replace("\n", "\n  "))
     out.write("\n ]\n}\n")
+
+
+def latest_records(proc):
+    """The latest record of each kind but the diagnosis, in the log's order of kinds."""
+    kept = proc.latest or {}
+    out = {}
+    for event in EVENTS:
+        if event in kept and event != "diagnosis":
+            try:
+                out[event] = json.loads(kept[event])
+            except ValueError:  # a line the reader completed: kept as it parsed
+                continue
+    return out
 
 
 def finite(value):

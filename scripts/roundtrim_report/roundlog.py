@@ -150,9 +150,9 @@ class Process:
     process of one round (a log can hold hundreds of thousands)."""
 
     __slots__ = ("pid", "start", "exit", "keep_rounds", "rounds", "allocator", "pressure",
-                 "sites", "diagnosis", "skips", "least_ts")
+                 "sites", "diagnosis", "skips", "least_ts", "latest")
 
-    def __init__(self, pid, sites, keep_rounds=True):
+    def __init__(self, pid, sites, keep_rounds=True, keep_latest=False):
         self.pid = pid
         self.start = None  # the start record's START_FIELDS
         self.exit = None  # the exit or exec record's EXIT_FIELDS
@@ -164,6 +164,8 @@ class Process:
         self.diagnosis = roundtrim_diagnosis.Kept()
         self.skips = {}  # (field, reason) -> rounds: the steps the records say were skipped
         self.least_ts = None  # the earliest time of a round or pressure record
+        # --json: the latest record of each kind, whole, as its JSON text (event -> text)
+        self.latest = {} if keep_latest else None
 
     @property
     def role(self):
@@ -318,9 +320,12 @@ def read_records(lines, path, new_process, only_pid=None, clean=False):
                 proc = log.processes[pid] = new_process(pid)
         if event not in EVENTS:
             log.warn(f"{path}:{number}: unknown event {event!r}; skipped")
-        elif proc is None:
             continue
-        elif event == "start":
+        if proc is None:
+            continue
+        if proc.latest is not None:  # before the round's record gains the report's columns
+            proc.latest[event] = line if as_read else json.dumps(record)
+        if event == "start":
             # the same names in every process of a program: one copy of each
             proc.start = {k: sys.intern(record[k]) if isinstance(record[k], str) else record[k]
                           for k in START_FIELDS if k in record}

@@ -1,0 +1,54 @@
+"""`roundtrim report --json` keeps every key the library writes: for each process, the latest
+record of each kind (start, round, pressure, sites, holders, exit, exec) whole, and the
+diagnosis with every key of the latest diagnosis record. Compared on a log that real runs wrote,
+one with every kind of record."""
+
+import json
+import subprocess
+
+from conftest import PYTHON, ROOT
+
+ROUNDTRIM = ROOT / "scripts" / "roundtrim"
+MiB = 1 << 20
+
+
+def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path):
+    # A leak with a holder, sampling on, under a simulated cgroup near its limit: start, round,
+    # sites, diagnosis, holders, pressure and exit records.
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(f"{1000 * MiB}\n")
+    (cgroup / "memory.current").write_text(f"{950 * MiB}\n")
+    leak = run_shim([PYTHON, ROOT / "tests" / "python" / "holder_kinds.py", "global", 24],
+                    env={"PYTHONPATH": str(ROOT / "tests" / "python"), "ROUNDTRIM_SITES": "true",
+                         "ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_SAMPLE_MS": "20"},
+                    timeout=180)
+    assert leak.returncode == 0, leak.stderr
+    # A shell that ends a round and execs its last command: an exec record.
+    shell = run_shim(["bash", "-c", "(kill -USR1 $$); echo after; /bin/true"])
+    assert shell.returncode == 0, shell.stderr
+    log = tmp_path / "both.jsonl"
+    log.write_text(leak.log_path.read_text() + shell.log_path.read_text())
+
+    latest = {}  # (pid, event) -> the last record of that kind
+    for line in log.read_text().splitlines():
+        rec = json.loads(line)
+        latest[(rec["pid"], rec["event"])] = rec
+    kinds = {event for _, event in latest}
+    assert kinds >= {"start", "round", "pressure", "sites", "diagnosis", "holders", "exit",
+                     "exec"}, kinds
+
+    res = subprocess.run([str(ROUNDTRIM), "report", "--json", str(log)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    procs = {p["pid"]: p for p in json.loads(res.stdout)["processes"]}
+    for (pid, event), rec in latest.items():
+        proc = procs[pid]
+        if event == "diagnosis":
+            got = proc["diagnosis"]
+            missing = set(rec) - set(got) - {"event", "pid", "ts"}
+        else:
+            got = proc["latest_records"][event]
+            missing = set(rec) - set(got)
+            assert got == rec, event
+        assert not missing, (event, missing)
