@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -369,6 +370,17 @@ def test_round_wait_prints_the_recorded_round_as_a_report_row(shimmed_ticker):
         assert lines[3].split()[0] == str(n) and lines[3].split()[2] == "signal"
     assert len(round_records(Path(str(log).replace("%p", str(proc.pid))), proc.pid)) == 2
     assert proc.poll() is None
+
+
+def test_round_wait_finds_a_log_named_after_the_host(shimmed_ticker, tmp_path):
+    """%h in the log's name is the host name as the library writes it (a plain name)."""
+    proc, _ = shimmed_ticker(log_name="rounds-%h-%p.jsonl")
+    r = roundtrim("round", proc.pid, "--wait", "30")
+    assert r.returncode == 0, r.stderr
+    assert f"process {proc.pid} recorded round 1" in r.stdout
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "_"
+    host = "_" + host[1:] if host.startswith(".") else host
+    assert len(round_records(tmp_path / f"rounds-{host}-{proc.pid}.jsonl", proc.pid)) == 1
 
 
 def test_round_wait_gives_status_3_when_the_round_is_not_recorded_in_time(shimmed_ticker):
