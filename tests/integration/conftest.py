@@ -143,3 +143,21 @@ def spawn(tmp_path):
         for stream in (p.stdout, p.stderr):
             if stream:
                 stream.close()
+
+
+# ---- the container tests' images -------------------------------------------------------------
+# test_containers.py runs last; the images it needs are made in the background from the end of
+# collection on (tests/integration/containers.py), and whatever was started ends with the session.
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
+def pytest_collection_modifyitems(session, config, items):
+    import containers
+
+    containers.start_if_needed(items)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import containers
+
+    containers.end()

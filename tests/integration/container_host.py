@@ -1,0 +1,170 @@
+"""The podman world of the container tests (test_containers.py), made once per test session and
+held until the session ends. Run by containers.py, as root, in a mount namespace of its own:
+
+    unshare -m --propagation private python3 container_host.py SESSION CACHE
+
+- /etc is covered, in this namespace only, by an overlay whose upper layer is in SESSION: the CDI
+  specs the tests write land in its /etc/cdi (podman 4.3 reads specs from /etc/cdi and
+  /var/run/cdi only), and the machine's /etc is never written.
+- The base images are made from Debian packages and kept in CACHE between sessions: Debian 12
+  and 11 roots with libc6, dash and coreutils (mmdebstrap --variant=extract: no maintainer
+  script runs, a few seconds each), and a musl root: the files of Debian's musl package and a
+  program built with musl-gcc. They are imported into a podman storage in SESSION.
+- SESSION/ready says "ok", or "skip: WHY" when something here cannot run.
+- When its standard input closes, it removes every container it holds and exits: the mounts of
+  the namespace (the overlay, the containers' roots) go with it.
+
+Every podman command of the tests runs in this namespace (nsenter)."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+SUITES = ("bookworm", "bullseye")
+PACKAGES = "libc6,dash,coreutils"
+# What no test reads: fewer files to unpack and import.
+EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
+
+MUSL_PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    char *p = malloc(1000);
+    printf("musl program: %d argument(s), malloc %s\n", argc - 1, p ? "works" : "failed");
+    free(p);
+    return argc > 1 ? atoi(argv[1]) : 0;
+}
+"""
+
+
+def podman_argv(session):
+    """podman with the tests' own storage, the runtime that works here (crun refuses hybrid
+    cgroups) and no journald."""
+    session = Path(session)
+    return ["podman", "--root", str(session / "storage"), "--runroot", str(session / "run"),
+            "--tmpdir", str(session / "tmp"), "--runtime", "runc", "--cgroup-manager",
+            "cgroupfs", "--events-backend", "file", "--storage-driver", "overlay"]
+
+
+def image_name(name):
+    return f"localhost/roundtrim-test-{name}"
+
+
+def recipe_key(*parts):
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def part_tar(tar):
+    """Where TAR is made, renamed to TAR once whole (mmdebstrap reads the format from the
+    extension)."""
+    return tar.with_name(tar.stem + ".part.tar")
+
+
+def debian_root(suite, cache):
+    """SUITE's root as a tar in CACHE (made when missing); a Popen when it is being made."""
+    key = recipe_key(suite, PACKAGES, *EXCLUDES)
+    tar = cache / f"{suite}-{key}.tar"
+    if tar.exists():
+        return tar, None
+    part_tar(tar).unlink(missing_ok=True)  # left by a session ended meanwhile
+    argv = ["mmdebstrap", "--quiet", "--variant=extract", f"--include={PACKAGES}"]
+    argv += [f"--dpkgopt=path-exclude={x}" for x in EXCLUDES]
+    argv += [suite, str(part_tar(tar))]
+    log = open(cache / f"{suite}.log", "w")
+    return tar, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+
+
+def musl_root(cache, session):
+    """The musl root: Debian's musl package's files (as installed here) and a program linked
+    with musl. None when musl-gcc is missing."""
+    if not shutil.which("musl-gcc"):
+        return None
+    files = subprocess.run(["dpkg", "-L", "musl"], capture_output=True, text=True)
+    if files.returncode != 0:
+        return None
+    listed = sorted(p for p in files.stdout.split() if os.path.isfile(p) or os.path.islink(p))
+    key = recipe_key("musl merged-usr", MUSL_PROGRAM, *listed)
+    tar = cache / f"musl-{key}.tar"
+    if tar.exists():
+        return tar
+    src = session / "musl_program.c"
+    src.write_text(MUSL_PROGRAM)
+    prog = session / "musl_program"
+    subprocess.run(["musl-gcc", "-O1", str(src), "-o", str(prog)], check=True)
+    with tarfile.open(part_tar(tar), "w") as out:
+        # A merged /usr, as Debian's: /lib is usr/lib (the package's loader link is relative).
+        for folder in ("bin", "usr", "usr/lib", "usr/lib/x86_64-linux-musl", "tmp"):
+            entry = tarfile.TarInfo(folder)
+            entry.type, entry.mode = tarfile.DIRTYPE, 0o1777 if folder == "tmp" else 0o755
+            out.addfile(entry)
+        entry = tarfile.TarInfo("lib")
+        entry.type, entry.linkname = tarfile.SYMTYPE, "usr/lib"
+        out.addfile(entry)
+        for path in listed:
+            name = path.lstrip("/")
+            if name.startswith("lib/"):
+                name = "usr/" + name
+            if name.startswith("usr/lib/"):
+                out.add(path, arcname=name, recursive=False)
+        out.add(str(prog), arcname="bin/musl_program")
+    os.rename(part_tar(tar), tar)
+    return tar
+
+
+def cover_etc(session):
+    upper, work = session / "etc" / "upper", session / "etc" / "work"
+    (upper / "cdi").mkdir(parents=True)
+    work.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "overlay", "roundtrim-tests", "-o",
+                    f"lowerdir=/etc,upperdir={upper},workdir={work}", "/etc"],
+                   check=True, capture_output=True, text=True)
+
+
+def build(session, cache):
+    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        cover_etc(session)
+    except subprocess.CalledProcessError as e:
+        return f"skip: cannot cover /etc with an overlay in a mount namespace: {e.stderr.strip()}"
+    made = {suite: debian_root(suite, cache) for suite in SUITES}
+    musl = musl_root(cache, session)
+    podman = podman_argv(session)
+    tars = {}
+    for suite, (tar, proc) in made.items():
+        if proc is not None:
+            if proc.wait() != 0:
+                log = (cache / f"{suite}.log").read_text()[-1500:]
+                return f"skip: mmdebstrap could not make the {suite} root: {log}"
+            os.rename(part_tar(tar), tar)
+        tars[suite] = tar
+    if musl is not None:
+        tars["musl"] = musl
+    for name, tar in tars.items():
+        res = subprocess.run(podman + ["import", "-q", str(tar), image_name(name)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            return f"skip: podman cannot import an image here: {res.stderr.strip()[-1500:]}"
+    return "ok"
+
+
+def main():
+    session, cache = Path(sys.argv[1]), Path(sys.argv[2])
+    try:
+        state = build(session, cache)
+    except Exception as e:  # the tests say why they skip
+        state = f"skip: the images could not be made: {e!r}"
+    (session / "ready.part").write_text(state)
+    os.rename(session / "ready.part", session / "ready")
+    sys.stdin.read()  # until the session ends
+    subprocess.run(podman_argv(session) + ["rm", "--all", "--force", "--time", "0"],
+                   capture_output=True, timeout=120)
+
+
+if __name__ == "__main__":
+    main()
