@@ -154,7 +154,8 @@ def spawn(tmp_path):
 def pytest_collection_modifyitems(session, config, items):
     import containers
 
-    containers.start_if_needed(items)
+    if not config.option.collectonly:
+        containers.start_if_needed(items)
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -29,15 +29,24 @@ PACKAGES = "libc6,dash,coreutils"
 # What no test reads: fewer files to unpack and import.
 EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*", "/usr/share/info/*")
 
+# The musl image's program: with an argument, prints a line and exits with that status; with
+# none, says what LD_PRELOAD names and whether that file is there (the device's work).
 MUSL_PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 int main(int argc, char **argv)
 {
+    const char *preload = getenv("LD_PRELOAD");
+    if (argc == 1) {
+        printf("LD_PRELOAD=%s (%s)\n", preload ? preload : "",
+               preload && access(preload, R_OK) == 0 ? "readable" : "absent");
+        return 0;
+    }
     char *p = malloc(1000);
     printf("musl program: %d argument(s), malloc %s\n", argc - 1, p ? "works" : "failed");
     free(p);
-    return argc > 1 ? atoi(argv[1]) : 0;
+    return atoi(argv[1]);
 }
 """
 

@@ -139,7 +139,10 @@ def test_the_preload_file_way_keeps_ld_preload_and_writes_the_list(tmp_path, log
     (["--kind", "roundtrim"], "is not VENDOR/CLASS"),
     (["--kind", "-x.com/preload"], "the vendor has"),
     (["--kind", "x.com/pre.load"], "the class has"),
+    (["--kind", "x.com/m"], "the class has two or more"),  # CDI 0.5 runtimes fail on it
+    (["--kind", "x/preload"], "the vendor has two or more"),
     (["--name", "a b"], "is not a device name"),
+    (["--name", "on-"], "is not a device name"),
     (["--name", "on", "--off-name", "on"], "both 'on'"),
     (["--format", "toml"], "unknown format 'toml'"),
     (["--preload", "ld"], "unknown way 'ld'"),
