@@ -5,7 +5,8 @@ held until the session ends. Run by containers.py, as root, in a mount namespace
 
 - /etc is covered, in this namespace only, by an overlay whose upper layer is in SESSION: the CDI
   specs the tests write land in its /etc/cdi (podman 4.3 reads specs from /etc/cdi and
-  /var/run/cdi only), and the machine's /etc is never written.
+  /var/run/cdi only), and the machine's /etc is never written; so are /var/lib and /var/tmp,
+  where podman writes whatever its options say.
 - The base images are made from Debian packages and kept in CACHE between sessions: Debian 12
   and 11 roots with libc6, dash and coreutils (mmdebstrap --variant=extract: no maintainer
   script runs, a few seconds each), and a musl root: the files of Debian's musl package and a
@@ -52,12 +53,13 @@ int main(int argc, char **argv)
 
 
 def podman_argv(session):
-    """podman with the tests' own storage, the runtime that works here (crun refuses hybrid
-    cgroups) and no journald."""
+    """podman with the tests' own storage and runc state (nothing in /var/lib/containers or
+    /run), the runtime that works here (crun refuses hybrid cgroups), and no event log."""
     session = Path(session)
     return ["podman", "--root", str(session / "storage"), "--runroot", str(session / "run"),
-            "--tmpdir", str(session / "tmp"), "--runtime", "runc", "--cgroup-manager",
-            "cgroupfs", "--events-backend", "file", "--storage-driver", "overlay"]
+            "--tmpdir", str(session / "tmp"), "--runtime", "runc",
+            "--runtime-flag", f"root={session / 'runc'}", "--cgroup-manager", "cgroupfs",
+            "--events-backend", "none", "--storage-driver", "overlay"]
 
 
 def image_name(name):
@@ -126,21 +128,32 @@ def musl_root(cache, session):
     return tar
 
 
-def cover_etc(session):
-    upper, work = session / "etc" / "upper", session / "etc" / "work"
-    (upper / "cdi").mkdir(parents=True)
+def cover(session, folder):
+    """FOLDER, in this namespace, with what is written there going to SESSION."""
+    name = folder.strip("/").replace("/", "-")
+    upper, work = session / "cover" / name / "upper", session / "cover" / name / "work"
+    upper.mkdir(parents=True)
     work.mkdir(parents=True)
     subprocess.run(["mount", "-t", "overlay", "roundtrim-tests", "-o",
-                    f"lowerdir=/etc,upperdir={upper},workdir={work}", "/etc"],
+                    f"lowerdir={folder},upperdir={upper},workdir={work}", folder],
                    check=True, capture_output=True, text=True)
+
+
+def cover_system_folders(session):
+    """/etc for the CDI specs (/etc/cdi); /var/lib and /var/tmp, where podman keeps its blob
+    cache and copies images whatever its storage options say."""
+    for folder in ("/etc", "/var/lib", "/var/tmp"):
+        cover(session, folder)
+    os.makedirs("/etc/cdi", exist_ok=True)
 
 
 def build(session, cache):
     cache.mkdir(parents=True, exist_ok=True)
     try:
-        cover_etc(session)
+        cover_system_folders(session)
     except subprocess.CalledProcessError as e:
-        return f"skip: cannot cover /etc with an overlay in a mount namespace: {e.stderr.strip()}"
+        return ("skip: cannot cover a folder with an overlay in a mount namespace: "
+                + e.stderr.strip())
     made = {suite: debian_root(suite, cache) for suite in SUITES}
     musl = musl_root(cache, session)
     podman = podman_argv(session)
