@@ -5,13 +5,18 @@
 
 #include "policy/procfs.h"
 
-bool roundtrim_output_path(const char *tmpl, char *out, size_t cap)
+void roundtrim_output_host(char *out, size_t cap)
 {
     struct utsname names;
-    char host[sizeof names.nodename];
     if (uname(&names) != 0)
         names.nodename[0] = '\0';
     names.nodename[sizeof names.nodename - 1] = '\0';
-    roundtrim_safe_host_name(names.nodename, host, sizeof host);
+    roundtrim_safe_host_name(names.nodename, out, cap);
+}
+
+bool roundtrim_output_path(const char *tmpl, char *out, size_t cap)
+{
+    char host[sizeof((struct utsname *)0)->nodename];
+    roundtrim_output_host(host, sizeof host);
     return roundtrim_expand_path(tmpl, (int)getpid(), host, out, cap);
 }

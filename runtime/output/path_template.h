@@ -11,4 +11,7 @@
 /* False when the expanded path does not fit in cap bytes. */
 bool roundtrim_output_path(const char *tmpl, char *out, size_t cap);
 
+/* The host name as %h writes it (cap: at least 65 bytes for all of it). */
+void roundtrim_output_host(char *out, size_t cap);
+
 #endif

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, LIB, shim_env, wait_for
+from conftest import BUILD, LIB, safe_host_name, shim_env, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIM = REPO / "scripts" / "roundtrim"
@@ -378,9 +377,8 @@ def test_round_wait_finds_a_log_named_after_the_host(shimmed_ticker, tmp_path):
     r = roundtrim("round", proc.pid, "--wait", "30")
     assert r.returncode == 0, r.stderr
     assert f"process {proc.pid} recorded round 1" in r.stdout
-    host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "_"
-    host = "_" + host[1:] if host.startswith(".") else host
-    assert len(round_records(tmp_path / f"rounds-{host}-{proc.pid}.jsonl", proc.pid)) == 1
+    log = tmp_path / f"rounds-{safe_host_name()}-{proc.pid}.jsonl"
+    assert len(round_records(log, proc.pid)) == 1
 
 
 def test_round_wait_gives_status_3_when_the_round_is_not_recorded_in_time(shimmed_ticker):

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIB, PYTHON, prog, read_records, rounds, wait_for
+from conftest import LIB, PYTHON, prog, read_records, rounds, safe_host_name, wait_for
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 ROUND_KEYS = {
@@ -223,10 +223,11 @@ def test_host_name_in_the_file_names_stays_inside_the_folder(run_shim, tmp_path)
     res = run_shim(["unshare", "--uts", PYTHON, "-c", set_name, prog("signal_chain"), "3",
                     "sigaction"], env=env, log=False)
     assert res.returncode == 0, res.stderr
+    assert safe_host_name("../x y") == "_._x_y"
     logs = [p.name for p in tmp_path.iterdir() if p.name.endswith(".jsonl")]
     assert len(logs) == 1 and logs[0].startswith("rt-_._x_y-"), logs
     assert len(rounds(read_records(tmp_path / logs[0]))) == 3
-    assert "roundtrim_rounds_total{" in (tmp_path / "rt-_._x_y.prom").read_text()
+    assert ',hostname="_._x_y"} 3\n' in (tmp_path / "rt-_._x_y.prom").read_text()
 
 
 def test_process_without_boundary_has_no_thread_and_writes_nothing(run_shim):
