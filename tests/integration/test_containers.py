@@ -7,21 +7,20 @@ Each container runs the image's own shell as PID 1: it counts the round signals 
 shell's trap; the library's rounds go on beside it, docs/guide/rounds.md) and exits 0 on SIGTERM,
 as a trainer that handles `podman stop` does."""
 
-import json
 import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 
 import pytest
 
 import containers
+from container_host import RUN_FLAGS
+from container_host import image_name as image
 from conftest import LIB, ROOT, read_records, rounds, wait_for
 
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
-RUN_FLAGS = ["--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 LIB_PATH_IN_CONTAINER = "/opt/roundtrim/lib/libroundtrim.so"
 
 # PID 1's program: rounds counted by its own trap, `podman stop` answered by a clean exit.
@@ -44,10 +43,6 @@ def host():
     if state != "ok":
         pytest.skip(state.removeprefix("skip: "))
     return h
-
-
-def image(name):
-    return f"localhost/roundtrim-test-{name}"
 
 
 def logs_folder(tmp_path):
