@@ -53,9 +53,10 @@ def logs_folder(tmp_path):
     return logs
 
 
-def write_spec(host, kind, logs, *options):
+def write_spec(host, kind, logs, *options, form="json"):
     """roundtrim cdi, run where podman reads /etc/cdi (the tests' own, container_host.py)."""
-    path = f"/etc/cdi/{kind.replace('/', '_')}.json"
+    path = f"/etc/cdi/{kind.replace('/', '_')}.{form}"
+    options += ("--format", form)
     res = host.in_namespace(ROUNDTRIM, "cdi", "--kind", kind, "--lib", LIB, "--logs", logs,
                             "--env", "ROUNDTRIM_EAGER_WORKER=true", *options, "--output", path)
     assert res.returncode == 0, res.stderr
@@ -196,10 +197,11 @@ ONE_ROUND = "trap : USR1; (kill -USR1 $$); sleep 0.3; env | sort"
 def test_the_kill_switch_turns_the_library_off_per_container(host, tmp_path):
     """The spec's second device, asked for beside the first, and a container's own
     ROUNDTRIM_DISABLE=true (the spec never sets it) each leave the library inert: the same
-    program that records a round with the device alone records nothing."""
+    program that records a round with the device alone records nothing. (The spec is YAML
+    here.)"""
     logs = logs_folder(tmp_path)
     kind = "roundtrim-test.dev/switch"
-    write_spec(host, kind, logs)
+    write_spec(host, kind, logs, form="yaml")
     runs = {"alone": ["--device", f"{kind}=on"],
             "off-device": ["--device", f"{kind}=on", "--device", f"{kind}=off"],
             "container-env": ["--device", f"{kind}=on", "-e", "ROUNDTRIM_DISABLE=true"]}
