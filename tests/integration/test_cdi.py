@@ -99,7 +99,7 @@ def test_yaml_holds_the_same_spec_and_is_valid_too(logs):
 
 
 def test_an_env_option_replaces_the_default_and_logs_none_mounts_nothing(logs):
-    res = cdi("--lib", LIB, "--logs", "none", "--env", "ROUNDTRIM_LOG=stderr")
+    res = cdi("--lib", LIB, "--logs", "none", "--env", "ROUNDTRIM_LOG=stderr", "--output", "-")
     assert res.returncode == 0, res.stderr
     spec = json.loads(res.stdout)
     on = devices(spec)["on"]
@@ -112,7 +112,7 @@ def test_an_env_option_replaces_the_default_and_logs_none_mounts_nothing(logs):
 
 
 def test_the_preload_file_way_keeps_ld_preload_and_writes_the_list(tmp_path, logs):
-    out = tmp_path / "cdi" / "roundtrim.json"
+    out = tmp_path / "cdi.d" / "roundtrim.json"
     out.parent.mkdir()
     res = cdi("--lib", LIB, "--logs", logs, "--preload", "file", "--output", out)
     assert res.returncode == 0, res.stderr
@@ -151,6 +151,7 @@ def test_the_preload_file_way_keeps_ld_preload_and_writes_the_list(tmp_path, log
     (["--also-preload", "x.so"], "is not an absolute path"),
     (["--lib", ""], "--lib got an empty value"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--output", "roundtrim.conf"], "ends in .json or .yaml"),
 ])
 def test_wrong_arguments_are_refused_and_nothing_is_written(tmp_path, logs, args, message):
     res = cdi("--lib", LIB, "--logs", logs, *args, cwd=tmp_path)
