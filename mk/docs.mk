@@ -15,7 +15,7 @@ $(BUILD)/docs/reference/configuration.md: docs/reference/configuration.md $(BUIL
 	@$(DOC_FILL) $< options $@.options > $@.tmp && mv $@.tmp $@
 
 # The command's help texts, at a fixed width (the option columns do not depend on the terminal).
-DOC_HELP_COMMANDS := top run round env report
+DOC_HELP_COMMANDS := top run round env cdi report
 $(BUILD)/docs/reference/command.md: docs/reference/command.md scripts/roundtrim \
     $(wildcard scripts/roundtrim_report/*.py) scripts/tools/doc-fill
 	@mkdir -p $(dir $@)

@@ -141,7 +141,7 @@ bool roundtrim_cgroup_dir_from_proc(const char *text, char *dir, size_t cap)
     return found_v2;
 }
 
-bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap)
+bool roundtrim_expand_path(const char *tmpl, int pid, const char *host, char *out, size_t cap)
 {
     size_t len = 0;
     for (const char *p = tmpl; *p; p++) {
@@ -150,6 +150,10 @@ bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap)
         size_t n;
         if (p[0] == '%' && p[1] == 'p') {
             n = (size_t)snprintf(num, sizeof num, "%d", pid);
+            p++;
+        } else if (p[0] == '%' && p[1] == 'h') {
+            piece = host;
+            n = strlen(host);
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             num[0] = '%';
@@ -168,6 +172,22 @@ bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap)
         return false;
     out[len] = '\0';
     return true;
+}
+
+void roundtrim_safe_host_name(const char *name, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    size_t n = 0;
+    for (; name[n] && n + 1 < cap; n++) {
+        char c = name[n];
+        bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '_' || (c == '.' && n > 0);
+        out[n] = plain ? c : '_';
+    }
+    if (n == 0 && cap > 1)
+        out[n++] = '_';
+    out[n] = '\0';
 }
 
 void roundtrim_parse_status_mem(const char *text, struct roundtrim_status_mem *out)

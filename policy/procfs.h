@@ -63,7 +63,13 @@ bool roundtrim_glibc_arena_heap(const struct roundtrim_map_line *m,
 uint64_t roundtrim_glibc_mmapped_chunk(uint64_t prev_size, uint64_t size, uint64_t room,
                                        uint64_t page);
 
-/* Expands %p (the pid) and %% in a path template. False if it does not fit. */
-bool roundtrim_expand_path(const char *tmpl, int pid, char *out, size_t cap);
+/* Expands %p (the pid), %h (host, the host name, as roundtrim_safe_host_name leaves it) and %%
+ * in a path template. False if it does not fit. */
+bool roundtrim_expand_path(const char *tmpl, int pid, const char *host, char *out, size_t cap);
+
+/* A host name as a part of a file name: every byte but letters, digits, '-', '_' and '.' becomes
+ * '_', and so does a leading '.' (no "..", no hidden file); an empty name becomes "_". The name
+ * comes from whoever set up the process's UTS namespace (a container runtime, a pod's spec). */
+void roundtrim_safe_host_name(const char *name, char *out, size_t cap);
 
 #endif

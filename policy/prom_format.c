@@ -11,7 +11,7 @@
 
 struct out {
     struct roundtrim_text text;
-    char labels[320];
+    char labels[400];
 };
 
 static void metric(struct out *o, const char *name, const char *type, const char *help, uint64_t v)
@@ -209,8 +209,16 @@ size_t roundtrim_prom_format(const struct roundtrim_prom_input *in, char *buf, s
     label_value(role, sizeof role, in->role);
     label_value(proc, sizeof proc, in->process);
     label_value(framework, sizeof framework, in->framework ? in->framework : "none");
-    snprintf(o.labels, sizeof o.labels, "pid=\"%d\",role=\"%s\",process=\"%s\",framework=\"%s\"",
-             in->pid, role, proc, framework);
+    int n = snprintf(o.labels, sizeof o.labels,
+                     "pid=\"%d\",role=\"%s\",process=\"%s\",framework=\"%s\"", in->pid, role, proc,
+                     framework);
+    /* Containers sharing a metrics folder run their programs as PID 1 each: the host name
+     * keeps their series apart. */
+    if (in->hostname && n > 0 && (size_t)n < sizeof o.labels) {
+        char host[96];
+        label_value(host, sizeof host, in->hostname);
+        snprintf(o.labels + n, sizeof o.labels - (size_t)n, ",hostname=\"%s\"", host);
+    }
     const struct roundtrim_round_record *r = in->last;
     metric(&o, "roundtrim_rounds_total", "counter", "Rounds ended.", in->rounds);
     metric(&o, "roundtrim_cleanups_total", "counter", "Cleanups run (rounds and memory pressure).",

@@ -37,7 +37,8 @@ void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
 struct roundtrim_prom_input {
     int pid;
     const char *role;
-    const char *process;                       /* short program name */
+    const char *process;  /* short program name */
+    const char *hostname; /* the host name (a container's own); NULL: no hostname label */
     const struct roundtrim_round_record *last; /* the round just finished */
     const struct roundtrim_traffic *total;     /* cumulative since start */
     uint64_t rounds, cleanups;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/procfs.h"
+#include "runtime/output/path_template.h"
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
 #include "runtime/core/settings.h"
@@ -47,7 +47,7 @@ static bool open_log(void)
         log_is_stderr = true;
         return roundtrim_fd_id(log_fd, &log_id);
     }
-    if (!roundtrim_expand_path(tmpl, (int)getpid(), log_path, sizeof log_path)) {
+    if (!roundtrim_output_path(tmpl, log_path, sizeof log_path)) {
         roundtrim_warn("ROUNDTRIM_LOG is too long a path; going on without a round log");
         return false;
     }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "policy/framework_hooks.h"
-#include "policy/procfs.h"
+#include "runtime/output/path_template.h"
 #include "policy/prom_format.h"
 #include "policy/round_record.h"
 #include "runtime/core/fd_guard.h"
@@ -127,16 +127,18 @@ void roundtrim_metrics_file_update(const struct roundtrim_round_record *r, uint6
     /* Callers are serialised (the round lock): the text need not take an exiting thread's
      * stack. */
     static char text[16384];
-    char path[4096], proc[64];
-    if (!roundtrim_expand_path(cfg->prom_file, (int)getpid(), path, sizeof path))
+    char path[4096], proc[64], host[72];
+    if (!roundtrim_output_path(cfg->prom_file, path, sizeof path))
         return;
     struct roundtrim_traffic total;
     roundtrim_counters_total(&total);
     process_name(proc, sizeof proc);
+    roundtrim_output_host(host, sizeof host);
     struct roundtrim_prom_input in = {
         .pid = (int)getpid(),
         .role = roundtrim_role_name(cfg->role),
         .process = proc,
+        .hostname = host,
         .last = r,
         .total = &total,
         .rounds = rounds,

@@ -3,7 +3,9 @@ and read what it wrote (the round log, stderr), exactly as a user would."""
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,6 +34,15 @@ def prog(name):
     if not path.exists():
         pytest.fail(f"{path} is missing: run the tests through 'make check'")
     return str(path)
+
+
+def safe_host_name(name=None):
+    """The host name as the library writes it for %h and in the hostname label: letters,
+    digits, '-', '_' and '.' kept, anything else and a leading '.' as '_' (this machine's by
+    default)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname() if name is None else name)
+    name = "_" + name[1:] if name.startswith(".") else name
+    return name or "_"
 
 
 def read_records(path):
@@ -144,3 +155,22 @@ def spawn(tmp_path):
         for stream in (p.stdout, p.stderr):
             if stream:
                 stream.close()
+
+
+# ---- the container tests' images -------------------------------------------------------------
+# test_containers.py runs last; the images it needs are made in the background from the end of
+# collection on (tests/integration/containers.py), and whatever was started ends with the session.
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what will not run
+def pytest_collection_modifyitems(session, config, items):
+    import containers
+
+    if not config.option.collectonly:
+        containers.start_if_needed(items)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import containers
+
+    containers.end()

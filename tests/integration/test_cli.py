@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, LIB, shim_env, wait_for
+from conftest import BUILD, LIB, safe_host_name, shim_env, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ROUNDTRIM = REPO / "scripts" / "roundtrim"
@@ -369,6 +369,16 @@ def test_round_wait_prints_the_recorded_round_as_a_report_row(shimmed_ticker):
         assert lines[3].split()[0] == str(n) and lines[3].split()[2] == "signal"
     assert len(round_records(Path(str(log).replace("%p", str(proc.pid))), proc.pid)) == 2
     assert proc.poll() is None
+
+
+def test_round_wait_finds_a_log_named_after_the_host(shimmed_ticker, tmp_path):
+    """%h in the log's name is the host name as the library writes it (a plain name)."""
+    proc, _ = shimmed_ticker(log_name="rounds-%h-%p.jsonl")
+    r = roundtrim("round", proc.pid, "--wait", "30")
+    assert r.returncode == 0, r.stderr
+    assert f"process {proc.pid} recorded round 1" in r.stdout
+    log = tmp_path / f"rounds-{safe_host_name()}-{proc.pid}.jsonl"
+    assert len(round_records(log, proc.pid)) == 1
 
 
 def test_round_wait_gives_status_3_when_the_round_is_not_recorded_in_time(shimmed_ticker):

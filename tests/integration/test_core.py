@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import LIB, PYTHON, prog, read_records, rounds, wait_for
+from conftest import LIB, PYTHON, prog, read_records, rounds, safe_host_name, wait_for
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 ROUND_KEYS = {
@@ -207,6 +207,27 @@ def test_fork_child_keeps_working_with_its_own_pid(run_shim, tmp_path):
     assert child_records[0]["ppid"] == parent
     assert [r["round"] for r in rounds(parent_records)] == [1, 2]
     assert {r["pid"] for r in parent_records} == {parent}
+
+
+def test_host_name_in_the_file_names_stays_inside_the_folder(run_shim, tmp_path):
+    """%h in ROUNDTRIM_LOG and ROUNDTRIM_PROM_FILE is the host name (a container's own, so
+    that containers sharing a folder, each with its program as PID 1, keep files apart); one
+    set to '../x y' by whoever made the UTS namespace becomes a plain name in the folder."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("setting a host name of the test's own needs root and unshare")
+    env = {"ROUNDTRIM_LOG": str(tmp_path / "rt-%h-%p.jsonl"),
+           "ROUNDTRIM_PROM_FILE": str(tmp_path / "rt-%h.prom")}
+    set_name = ("import ctypes, os, sys\n"
+                "assert ctypes.CDLL(None).sethostname(b'../x y', 6) == 0\n"
+                "os.execv(sys.argv[1], sys.argv[1:])")
+    res = run_shim(["unshare", "--uts", PYTHON, "-c", set_name, prog("signal_chain"), "3",
+                    "sigaction"], env=env, log=False)
+    assert res.returncode == 0, res.stderr
+    assert safe_host_name("../x y") == "_._x_y"
+    logs = [p.name for p in tmp_path.iterdir() if p.name.endswith(".jsonl")]
+    assert len(logs) == 1 and logs[0].startswith("rt-_._x_y-"), logs
+    assert len(rounds(read_records(tmp_path / logs[0]))) == 3
+    assert ',hostname="_._x_y"} 3\n' in (tmp_path / "rt-_._x_y.prom").read_text()
 
 
 def test_process_without_boundary_has_no_thread_and_writes_nothing(run_shim):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, LIB, PYTHON, ROOT, prog, read_records, rounds, shim_env, wait_for
+from conftest import (BUILD, LIB, PYTHON, ROOT, prog, read_records, rounds, safe_host_name,
+                      shim_env, wait_for)
 
 REPORT = ROOT / "scripts" / "roundtrim"
 OPTIONS_TOOL = BUILD / "roundtrim-options"
@@ -500,7 +501,7 @@ def test_processes_sharing_one_metrics_path_all_keep_writing(spawn, tmp_path):
         p.stdin.flush()
         assert p.stdout.readline() == "done 21\n"
         line = (f'roundtrim_rounds_total{{pid="{p.pid}",role="client",'
-                f'process="rounds_on_input",framework="none"}} 21\n')
+                f'process="rounds_on_input",framework="none",hostname="{safe_host_name()}"}} 21\n')
         assert wait_for(lambda: prom.exists() and line in prom.read_text()), prom.read_text()
     for p in procs:
         p.stdin.close()

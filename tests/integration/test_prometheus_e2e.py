@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, prog, shim_env
+from conftest import ROOT, prog, safe_host_name, shim_env
 
 PROMETHEUS = shutil.which("prometheus")
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
@@ -154,6 +154,7 @@ def test_leak_alert_fires_in_prometheus_for_the_leaking_process_only(tmp_path):
         assert labels["role"] == "client"
         assert labels["process"] == "diag_native"
         assert labels["framework"] == "none"  # a native program: no framework's hooks
+        assert labels["hostname"] == safe_host_name()
         assert labels["instance"] == f"127.0.0.1:{node_port}"
         assert labels["job"] == "node"
         assert labels["evidence"] == "diagnosis"

@@ -106,8 +106,10 @@ START_TEST(parsers_survive_random_text)
         if (roundtrim_cgroup_dir_from_proc(text, out, sizeof out))
             ck_assert(strncmp(out, "/sys/fs/cgroup", 14) == 0 && strlen(out) < sizeof out);
         size_t cap = next() % sizeof out;
-        if (roundtrim_expand_path(text, (int)(next() % 100000), out, cap))
+        if (roundtrim_expand_path(text, (int)(next() % 100000), "host", out, cap))
             ck_assert(strlen(out) < cap);
+        roundtrim_safe_host_name(text, out, cap);
+        ck_assert(cap == 0 || (strlen(out) < cap && !strchr(out, '/') && out[0] != '.'));
     }
 }
 END_TEST

@@ -57,11 +57,34 @@ END_TEST
 START_TEST(path_templates)
 {
     char out[64];
-    ck_assert(roundtrim_expand_path("/var/log/rt-%p.jsonl", 1234, out, sizeof out));
+    ck_assert(roundtrim_expand_path("/var/log/rt-%p.jsonl", 1234, "h", out, sizeof out));
     ck_assert_str_eq(out, "/var/log/rt-1234.jsonl");
-    ck_assert(roundtrim_expand_path("100%%-%p", 7, out, sizeof out));
+    ck_assert(roundtrim_expand_path("100%%-%p", 7, "h", out, sizeof out));
     ck_assert_str_eq(out, "100%-7");
-    ck_assert(!roundtrim_expand_path("/a/very/long/path/%p", 1234567, out, 10));
+    ck_assert(roundtrim_expand_path("/logs/rt-%h-%p.jsonl", 1, "c0ffee", out, sizeof out));
+    ck_assert_str_eq(out, "/logs/rt-c0ffee-1.jsonl");
+    ck_assert(!roundtrim_expand_path("/a/very/long/path/%p", 1234567, "h", out, 10));
+    ck_assert(!roundtrim_expand_path("/a/%h", 1, "a-host-name-longer-than-room", out, 10));
+}
+END_TEST
+
+START_TEST(host_names_become_plain_file_name_parts)
+{
+    static const struct {
+        const char *name, *safe;
+    } cases[] = {
+        {"trainer-0.ns", "trainer-0.ns"},
+        {"../etc", "_._etc"},
+        {"..", "_."},
+        {"a b\n/\x1b", "a_b___"},
+        {"", "_"},
+        {"abcdefghijklmnopqrstuvwxyz", "abcdefghijklmno"}, /* cut to the room */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[16];
+        roundtrim_safe_host_name(cases[i].name, out, sizeof out);
+        ck_assert_str_eq(out, cases[i].safe);
+    }
 }
 END_TEST
 
@@ -222,6 +245,7 @@ int main(void)
     tcase_add_test(tc, cgroup_limits_v1_v2_and_unlimited);
     tcase_add_test(tc, cgroup_directory_from_proc_self_cgroup);
     tcase_add_test(tc, path_templates);
+    tcase_add_test(tc, host_names_become_plain_file_name_parts);
     tcase_add_test(tc, pressure_warns_once_per_crossing);
     tcase_add_test(tc, pressure_cleanups_are_rate_limited);
     tcase_add_test(tc, round_interval);

@@ -390,6 +390,32 @@ START_TEST(prometheus_text_has_help_type_and_labels)
 }
 END_TEST
 
+/* Containers sharing a metrics folder each run their program as PID 1: the host name, last
+ * label of every series, tells them apart. */
+START_TEST(prometheus_series_carry_the_host_name)
+{
+    struct roundtrim_round_record r = sample();
+    struct roundtrim_traffic total = {1, 1, 1, 1, 0};
+    struct roundtrim_prom_input in = {.pid = 1,
+                                      .role = "client",
+                                      .process = "sh",
+                                      .hostname = "c0ffee\"1",
+                                      .last = &r,
+                                      .total = &total,
+                                      .rounds = 3};
+    char buf[8192];
+    ck_assert_uint_gt(roundtrim_prom_format(&in, buf, sizeof buf), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "roundtrim_rounds_total{pid=\"1\",role=\"client\","
+                                      "process=\"sh\",framework=\"none\","
+                                      "hostname=\"c0ffee\\\"1\"} 3\n"));
+    ck_assert_ptr_nonnull(strstr(buf, ",hostname=\"c0ffee\\\"1\",part=\"file\"}"));
+    for (const char *p = strchr(buf, '{'); p; p = strchr(p + 1, '{')) {
+        const char *end = strchr(p, '}'), *host = strstr(p, "hostname=");
+        ck_assert(end && host && host < end);
+    }
+}
+END_TEST
+
 START_TEST(memory_parts_and_action_yields)
 {
     struct roundtrim_round_record r = sample();
@@ -628,6 +654,7 @@ int main(void)
     tcase_add_test(tc, strings_are_escaped);
     tcase_add_test(tc, control_bytes_and_invalid_utf8_are_escaped);
     tcase_add_test(tc, prometheus_text_has_help_type_and_labels);
+    tcase_add_test(tc, prometheus_series_carry_the_host_name);
     tcase_add_test(tc, process_label_is_valid_utf8_whatever_the_name);
     tcase_add_test(tc, memory_parts_and_action_yields);
     tcase_add_test(tc, prometheus_text_has_what_the_alerts_read);
