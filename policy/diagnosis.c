@@ -387,7 +387,7 @@ static void say_held_back(struct roundtrim_diagnosis *d)
 {
     if (!(d->findings & RT_FIND_HELD_BACK))
         return;
-    if (strcmp(d->held_back_why, "pause_limit") == 0)
+    if (d->held_back_why == RT_SKIP_pause_limit)
         say(d,
             " The trim was held back in %d of these %d rounds: its hold of the heap was "
             "foreseen over ROUNDTRIM_TRIM_PAUSE_MS (pause_limit).",
@@ -396,7 +396,7 @@ static void say_held_back(struct roundtrim_diagnosis *d)
         say(d,
             " Cleanup was held back in %d of these %d rounds (%s: ROUNDTRIM_CLEANUP_BUDGET "
             "was spent).",
-            d->held_back_rounds, d->rounds, d->held_back_why);
+            d->held_back_rounds, d->rounds, roundtrim_skip_name(d->held_back_why));
 }
 
 /* Where freed heap stays resident and cleanup does not give it back: what would. */
@@ -533,11 +533,6 @@ static void say_held(struct roundtrim_diagnosis *d)
     }
 }
 
-static bool is(const char *reason, const char *what)
-{
-    return reason && strcmp(reason, what) == 0;
-}
-
 /* The cause with the largest growth, its shares, and whether it dominates. */
 static bool weigh(struct roundtrim_diagnosis *d, const double *score)
 {
@@ -568,7 +563,7 @@ static bool trims_return_none(const struct roundtrim_diag_sample *w, size_t n, d
     size_t tried = 0;
     double released = 0;
     for (size_t i = 0; i < n; i++) {
-        if (w[i].trim_ran || is(w[i].trim_skipped, "no_yield"))
+        if (w[i].trim_ran || w[i].trim_skipped == RT_SKIP_no_yield)
             tried++;
         released += (double)w[i].trim_released;
     }
@@ -605,12 +600,13 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
         /* A full collection ran: roundtrim's, the program's own, or the interpreter's automatic
          * ones (the policy left ours out because they ran and found nothing, or ours found
          * nothing twice). */
-        d->collected |= w[i].gc_ran || w[i].program_gc || is(w[i].gc_skipped, "no_garbage") ||
-                        is(w[i].gc_skipped, "no_yield") || is(w[i].gc_skipped, "program_gc");
-        const char *held = is(w[i].trim_skipped, "pause_limit") ? "pause_limit"
-                           : is(w[i].trim_skipped, "budget")    ? "budget"
-                           : is(w[i].gc_skipped, "budget")      ? "budget"
-                                                                : NULL;
+        enum roundtrim_skip gc_why = w[i].gc_skipped, trim_why = w[i].trim_skipped;
+        d->collected |= w[i].gc_ran || w[i].program_gc || gc_why == RT_SKIP_no_garbage ||
+                        gc_why == RT_SKIP_no_yield || gc_why == RT_SKIP_program_gc;
+        enum roundtrim_skip held = trim_why == RT_SKIP_pause_limit ? RT_SKIP_pause_limit
+                                   : trim_why == RT_SKIP_budget || gc_why == RT_SKIP_budget
+                                       ? RT_SKIP_budget
+                                       : RT_SKIP_NONE;
         if (held) {
             d->held_back_rounds++;
             if (!d->held_back_why)

@@ -11,6 +11,7 @@
 
 #include "policy/forecast.h"
 #include "policy/mem_parts.h"
+#include "policy/skip_reason.h"
 
 struct roundtrim_json;
 
@@ -41,10 +42,10 @@ struct roundtrim_diag_sample {
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
-    const char *gc_skipped; /* the record's reason, or NULL */
-    bool trim_ran;          /* the trim or purge ran (a policy may leave it out of a round) */
+    enum roundtrim_skip gc_skipped; /* the record's reason */
+    bool trim_ran; /* the trim or purge ran (a policy may leave it out of a round) */
     uint64_t trim_released;
-    const char *trim_skipped;
+    enum roundtrim_skip trim_skipped;
     uint64_t device_released; /* torch's cache release and the pools' trim */
     /* What the process could still grow by at this round (the record's mem_headroom). */
     enum roundtrim_headroom_of headroom_of;
@@ -128,10 +129,10 @@ struct roundtrim_diagnosis {
     double plateau_rise;        /* RT_FIND_PLATEAU: how much the live part rose before it stopped */
     double swing;               /* RT_FIND_SWINGS: the live part's range over the window */
     int held_back_rounds;       /* RT_FIND_HELD_BACK: rounds whose trim or gc was held back */
-    const char *held_back_why;
-    unsigned findings; /* enum roundtrim_finding bits */
-    bool collected;    /* a full collection (roundtrim's or the interpreter's) ran in the window:
-                          without one, growing live Python memory may be garbage not yet collected */
+    enum roundtrim_skip held_back_why; /* pause_limit or budget */
+    unsigned findings;                 /* enum roundtrim_finding bits */
+    bool collected; /* a full collection (roundtrim's or the interpreter's) ran in the window:
+                       without one, growing live Python memory may be garbage not yet collected */
     /* When the growth reaches the memory limit, at the latest round's headroom. */
     struct roundtrim_forecast forecast;
     char advice[1536];

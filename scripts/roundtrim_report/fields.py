@@ -168,7 +168,6 @@ SKIP_REASONS = {
     "caller_holds_gil": "the thread that asked held the GIL itself",
     "thread_failed": "roundtrim's Python helper thread could not be started",
     "no_python": "not a Python process",
-    "not_python": "not a Python process",
     "no_interpreter": "the program has libpython but runs no interpreter",
     "no_gc_module": "the interpreter has no gc module",
     "no_torch": "PyTorch is not loaded",
@@ -179,9 +178,6 @@ SKIP_REASONS = {
     "no_device": "the program used no CUDA device",
     "no_driver_entry": "the CUDA driver lacks a call this step needs",
     "no_context": "no CUDA context of the program could be entered",
-    "cuda_no_device": "the program used no CUDA device",
-    "cuda_no_driver_entry": "the CUDA driver lacks a call this step needs",
-    "cuda_no_context": "no CUDA context of the program could be entered",
     "driver_error": "the CUDA driver returned an error",
     "failed": "the call failed (an exception in Python, an error from the driver)",
     "no_release": "the allocator has no release: neither glibc nor jemalloc (said once on "
@@ -235,6 +231,15 @@ DIAG_PARTS = (
 
 # The latest rounds a diagnosis looks at.
 DIAG_HISTORY = 64
+
+# Words older versions wrote for a reason, and the reason's name now: the report reads
+# old logs with them.
+SKIP_REASON_OLD_WORDS = {
+    "not_python": "no_python",
+    "cuda_no_device": "no_device",
+    "cuda_no_driver_entry": "no_driver_entry",
+    "cuda_no_context": "no_context",
+}
 
 # The reasons that are no failure: the program did the step itself, the process was
 # ending, or the cleanup policy found the step not worth it.

@@ -63,6 +63,14 @@ static const struct reason reasons[] = {
 #include "policy/skip_reasons.def"
 };
 
+/* Words older versions wrote for a reason, and the reason's name now. */
+static const struct {
+    const char *old, *name;
+} old_words[] = {
+#define RT_SKIP_OLD_WORD(old, name) {#old, #name},
+#include "policy/skip_reasons.def"
+};
+
 /* What the diagnosis reads of each round record (policy/diag_input.def), for the report. */
 struct diag_input {
     const char *member, *kind, *record;
@@ -165,6 +173,12 @@ static void markdown(void)
         cell(reasons[i].meaning);
         printf(" | %s |\n", reasons[i].expected ? "no" : "yes");
     }
+    puts("");
+    puts("Older versions wrote other words for some reasons; `roundtrim report` reads them as");
+    puts("the reason named here:");
+    puts("");
+    for (size_t i = 0; i < COUNT(old_words); i++)
+        printf("- `%s`: `%s`\n", old_words[i].old, old_words[i].name);
 }
 
 /* A Python string literal, cut into pieces of at most width characters (at spaces) that Python
@@ -286,6 +300,13 @@ static void python(void)
     puts("");
     printf("# The latest rounds a diagnosis looks at.\nDIAG_HISTORY = %d\n\n",
            ROUNDTRIM_DIAG_HISTORY);
+    puts("# Words older versions wrote for a reason, and the reason's name now: the report reads");
+    puts("# old logs with them.");
+    puts("SKIP_REASON_OLD_WORDS = {");
+    for (size_t i = 0; i < COUNT(old_words); i++)
+        printf("    \"%s\": \"%s\",\n", old_words[i].old, old_words[i].name);
+    puts("}");
+    puts("");
     puts("# The reasons that are no failure: the program did the step itself, the process was");
     puts("# ending, or the cleanup policy found the step not worth it.");
     puts("EXPECTED_SKIP_REASONS = (");

@@ -39,7 +39,7 @@ static size_t make(struct roundtrim_diag_sample *s, size_t n, const struct shape
         s[i].device_released = (uint64_t)sh->device_released;
         /* The interpreter's automatic collections ran and found nothing for ours to do. */
         if (!s[i].gc_ran)
-            s[i].gc_skipped = "no_garbage";
+            s[i].gc_skipped = RT_SKIP_no_garbage;
     }
     return n;
 }
@@ -365,7 +365,7 @@ START_TEST(python_growth_without_a_collection_is_not_called_unfixable)
     struct roundtrim_diagnosis d;
     make(s, 10, &sh, true, false);
     for (size_t i = 0; i < 10; i++)
-        s[i].gc_skipped = NULL; /* no collection of any kind ran */
+        s[i].gc_skipped = RT_SKIP_NONE; /* no collection of any kind ran */
     roundtrim_diagnose(s, 10, &off, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
     ck_assert_str_eq(d.decided_by, "uncollected");
@@ -449,7 +449,7 @@ START_TEST(a_trim_that_returns_little_of_the_free_heap_says_it_is_pinned)
     for (size_t i = 0; i < 10; i++) {
         s[i].trim_ran = i % 2 == 0;
         s[i].trim_released = i % 2 == 0 ? (uint64_t)(60 * MIB) : 0;
-        s[i].trim_skipped = i % 2 ? "pause_limit" : NULL;
+        s[i].trim_skipped = i % 2 ? RT_SKIP_pause_limit : RT_SKIP_NONE;
     }
     roundtrim_diagnose(s, 10, &every_round, &d);
     ck_assert(d.findings & RT_FIND_HELD_BACK);
