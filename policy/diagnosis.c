@@ -32,10 +32,20 @@
 #define STEP_SHARE 0.5
 
 static const char *const cause_names[RT_CAUSE_COUNT] = {
-    "none", "leak", "fragmentation", "garbage", "cuda_cache", "outside_heap", "unsure"};
+#define RT_CAUSE(id, name, verdict, grows, words) [RT_CAUSE_##id] = #name,
+#include "policy/diag_causes.def"
+};
 
-static const char *const finding_names[RT_FIND_COUNT_BITS] = {"free_heap_level", "idle_cache",
-                                                              "plateau", "swings", "held_back"};
+/* What grows, for each cause: how the advice's sentence about it begins. */
+static const char *const cause_grows[RT_CAUSE_COUNT] = {
+#define RT_CAUSE(id, name, verdict, grows, words) [RT_CAUSE_##id] = grows,
+#include "policy/diag_causes.def"
+};
+
+static const char *const finding_names[RT_FIND_COUNT_BITS] = {
+#define RT_FINDING(id, name, meaning) [RT_FIND_BIT_##id] = #name,
+#include "policy/diag_causes.def"
+};
 
 const char *roundtrim_cause_name(enum roundtrim_cause c)
 {
@@ -1004,13 +1014,9 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     find_patterns(d, &live, &t[RT_CAUSE_LEAK], w);
 
     /* 3. In words: the cause, what cleanup holds flat, the levels that waste memory. */
-    static const char *const what[RT_CAUSE_COUNT] = {
-        "Memory",      "Live memory",          "Freed heap kept resident",
-        "Live memory", "Device memory cached", "Memory outside the allocators",
-        "Memory"};
     char b[32];
     if (d->cause == RT_CAUSE_UNSURE) {
-        advise_unsure(d, ctx, what[lead], g[lead]);
+        advise_unsure(d, ctx, cause_grows[lead], g[lead]);
     } else if (d->cause != RT_CAUSE_NONE) {
         advise_cause(d, ctx, g, t[lead].window_rounds);
     } else {

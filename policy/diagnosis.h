@@ -15,14 +15,10 @@
 
 struct roundtrim_json;
 
+/* The causes of growth (policy/diag_causes.def). */
 enum roundtrim_cause {
-    RT_CAUSE_NONE,          /* memory does not grow (whatever cleanup gives back) */
-    RT_CAUSE_LEAK,          /* live memory grows: references kept from round to round */
-    RT_CAUSE_FRAGMENTATION, /* freed heap kept resident grows */
-    RT_CAUSE_GARBAGE,       /* kept for the metric's label set; growth is never called this */
-    RT_CAUSE_CUDA_CACHE,    /* device memory cached by PyTorch or the driver's pools grows */
-    RT_CAUSE_OUTSIDE_HEAP,  /* anonymous, file or shared memory outside the allocators grows */
-    RT_CAUSE_UNSURE,        /* something grows, but not yet long or clearly enough to tell */
+#define RT_CAUSE(id, name, verdict, grows, words) RT_CAUSE_##id,
+#include "policy/diag_causes.def"
     RT_CAUSE_COUNT
 };
 
@@ -84,14 +80,16 @@ struct roundtrim_diag_context {
 #define ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS                                                         \
     (ROUNDTRIM_DIAG_SUB_ROUNDS + ROUNDTRIM_DIAG_PERSIST_SMALL - 1)
 
-/* Levels and patterns found beside the cause (bits of roundtrim_diagnosis.findings). */
+/* Levels and patterns found beside the cause (policy/diag_causes.def): bits of
+ * roundtrim_diagnosis.findings. */
+enum roundtrim_finding_bit {
+#define RT_FINDING(id, name, meaning) RT_FIND_BIT_##id,
+#include "policy/diag_causes.def"
+    RT_FIND_COUNT_BITS
+};
 enum roundtrim_finding {
-    RT_FIND_FREE_HEAP = 1u << 0,  /* freed heap kept resident is most of RSS, cleanup keeps it */
-    RT_FIND_IDLE_CACHE = 1u << 1, /* a large device cache is held and not released */
-    RT_FIND_PLATEAU = 1u << 2,    /* grew, then stopped: a warm-up or a cache at its cap */
-    RT_FIND_SWINGS = 1u << 3,     /* rises and falls back: periodic or sawtooth, flat */
-    RT_FIND_HELD_BACK = 1u << 4,  /* due cleanup held back (pause limit, budget) */
-    RT_FIND_COUNT_BITS = 5
+#define RT_FINDING(id, name, meaning) RT_FIND_##id = 1u << RT_FIND_BIT_##id,
+#include "policy/diag_causes.def"
 };
 
 const char *roundtrim_finding_name(unsigned bit_index);

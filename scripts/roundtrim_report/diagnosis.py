@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
+from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -27,15 +27,7 @@ PARTS_MASK_FIELD = 1 + [kind for _, kind, _ in DIAG_INPUT].index("PARTS")
 PYTHON_BIT = 1 << DIAG_PARTS.index("python")
 MAX_SITES = 3
 
-CAUSE_WORDS = {
-    "leak": "a leak: live memory grows",
-    "fragmentation": "fragmentation: freed heap kept resident grows",
-    "garbage": "garbage: gc frees cyclic garbage every round",
-    "cuda_cache": "the CUDA cache: device memory kept by caches grows",
-    "outside_heap": "growth outside the heap",
-    "unsure": "unsure: memory grows, not yet long or clearly enough to tell why",
-    "none": "no growth",
-}
+CAUSE_WORDS = DIAG_CAUSES  # how the report names each cause (policy/diag_causes.def)
 
 REASON = re.compile(r"[a-z_]{1,23}")
 HERE = Path(__file__).resolve().parent

@@ -1,10 +1,14 @@
 /* Telling the causes of memory growth apart from rounds' breakdowns, and what the advice says. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/diagnosis.h"
 #include "policy/json_writer.h"
+#include "policy/options.h"
+#include "policy/prom_format.h"
+#include "policy/round_record.h"
 #include "run_suite.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -863,6 +867,55 @@ START_TEST(too_few_rounds_say_so)
 }
 END_TEST
 
+/* Whether text names word as a word of its own (not inside another). */
+static bool names_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+        bool start = p == text || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        bool end = !(p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z'));
+        if (start && end)
+            return true;
+    }
+    return false;
+}
+
+/* The texts that list the verdicts (the option's meaning, which the configuration page and
+ * roundtrim env print, and the metric's help) name each cause policy/diag_causes.def says the
+ * diagnosis gives, and none it never gives. */
+START_TEST(the_verdicts_listed_are_the_tables)
+{
+    static const struct {
+        const char *name;
+        bool verdict;
+    } causes[] = {
+#define RT_CAUSE(id, name, verdict, grows, words) {#name, verdict},
+#include "policy/diag_causes.def"
+    };
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    struct roundtrim_traffic total = {0};
+    static struct roundtrim_diagnosis d;
+    memset(&d, 0, sizeof d);
+    struct roundtrim_prom_input in = {
+        .pid = 1, .role = "client", .process = "p", .last = &r, .total = &total, .diagnosis = &d};
+    static char text[16384];
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    const char *help = strstr(text, "# HELP roundtrim_diagnosis ");
+    ck_assert_ptr_nonnull(help);
+    char help_line[512];
+    snprintf(help_line, sizeof help_line, "%.*s", (int)strcspn(help, "\n"), help);
+    const char *option = roundtrim_options[RT_OPT_DIAG_ROUNDS].meaning;
+    for (size_t c = 0; c < sizeof causes / sizeof causes[0]; c++) {
+        ck_assert_str_eq(roundtrim_cause_name((enum roundtrim_cause)c), causes[c].name);
+        ck_assert_msg(names_word(option, causes[c].name) == causes[c].verdict,
+                      "ROUNDTRIM_DIAG_ROUNDS's meaning and %s", causes[c].name);
+        ck_assert_msg(names_word(help_line, causes[c].name) == causes[c].verdict, "%s and %s",
+                      help_line, causes[c].name);
+    }
+}
+END_TEST
+
 START_TEST(json_form)
 {
     struct roundtrim_diag_sample s[10];
@@ -921,6 +974,7 @@ int main(void)
     tcase_add_test(tc, one_low_early_round_pulls_the_fit_up_within_its_noise);
     tcase_add_test(tc, too_few_rounds_say_so);
     tcase_add_test(tc, json_form);
+    tcase_add_test(tc, the_verdicts_listed_are_the_tables);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
