@@ -332,18 +332,45 @@ static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
         d->persisted, window_rounds, (unsigned long long)d->growing_since);
 }
 
+/* Characters (UTF-8 code points) in the first n bytes of s. */
+static size_t characters(const char *s, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return count;
+}
+
 /* Where the code that allocates it can be found, as far as the settings and the start record
- * allow. */
+ * allow; which sentence it is, and where, is kept beside the advice. */
 static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx)
 {
-    if (ctx->sites)
+    size_t before = strlen(d->advice) + 1; /* the sentence, after its space */
+    if (ctx->sites) {
+        d->sites_advice.said = RT_SITES_SAID_SAMPLED;
         say(d, " The sites records name the code that allocates it: roundtrim report --sites LOG "
                "lists the sites that grow.");
-    else if (ctx->sites_skipped)
+    } else if (ctx->sites_skipped) {
+        d->sites_advice.said = RT_SITES_SAID_UNAVAILABLE;
         say(d, " Allocation sites cannot be sampled in this process (%s).", ctx->sites_skipped);
-    else
+    } else {
+        d->sites_advice.said = RT_SITES_SAID_OFF;
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
+    }
+    size_t after = strlen(d->advice);
+    if (after < before) { /* the advice was full: nothing said */
+        d->sites_advice.said = RT_SITES_SAID_NONE;
+        return;
+    }
+    d->sites_advice.at = characters(d->advice, before);
+    d->sites_advice.length = characters(d->advice + before, after - before);
 }
+
+static const char *const sites_said_names[] = {
+    [RT_SITES_SAID_SAMPLED] = "sampled",
+    [RT_SITES_SAID_UNAVAILABLE] = "unavailable",
+    [RT_SITES_SAID_OFF] = "off",
+};
 
 static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
                         double g)
@@ -1133,4 +1160,11 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_bool(j, "collected", d->collected);
     forecast_json(j, &d->forecast);
     roundtrim_json_str(j, "advice", d->advice);
+    if (d->sites_advice.said != RT_SITES_SAID_NONE) {
+        roundtrim_json_object_begin(j, "advice_sites");
+        roundtrim_json_str(j, "said", sites_said_names[d->sites_advice.said]);
+        roundtrim_json_u64(j, "at", d->sites_advice.at);
+        roundtrim_json_u64(j, "length", d->sites_advice.length);
+        roundtrim_json_object_end(j);
+    }
 }

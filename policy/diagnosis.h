@@ -94,6 +94,20 @@ enum roundtrim_finding {
 
 const char *roundtrim_finding_name(unsigned bit_index);
 
+/* Which sentence on allocation sites the advice holds: "sampled" (the sites records name the
+ * code), "unavailable" (sampling could not start), "off" (set ROUNDTRIM_SITES=true); none: the
+ * advice says nothing of sites. */
+enum roundtrim_sites_said {
+    RT_SITES_SAID_NONE,
+    RT_SITES_SAID_SAMPLED,
+    RT_SITES_SAID_UNAVAILABLE,
+    RT_SITES_SAID_OFF,
+};
+struct roundtrim_sites_advice {
+    enum roundtrim_sites_said said;
+    size_t at, length; /* characters of the advice before it, and its own */
+};
+
 struct roundtrim_diagnosis {
     const char *skipped; /* why no diagnosis: "too_few_rounds" (then the rest is empty) */
     enum roundtrim_cause cause;
@@ -134,6 +148,9 @@ struct roundtrim_diagnosis {
     /* When the growth reaches the memory limit, at the latest round's headroom. */
     struct roundtrim_forecast forecast;
     char advice[1536];
+    /* The advice's sentence on allocation sites (a leak's), and where it stands in the advice
+     * (in characters): what the report switches on, never the sentence's words. */
+    struct roundtrim_sites_advice sites_advice;
 };
 
 /* Diagnoses samples[0..n) (oldest first; rounds whose memory was not measured left out by the

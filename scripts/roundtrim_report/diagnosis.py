@@ -99,10 +99,8 @@ class Kept:
         return kept.records()
 
 
-# The library's words where sites are sampled, and what the report says instead when none of
-# the sampled sites grows.
-SITES_NAME = ("The sites records name the code that allocates it: roundtrim report --sites LOG "
-              "lists the sites that grow.")
+# What the report says instead of the advice's sentence on sampled sites (the record's
+# advice_sites) when none of the sampled sites grows.
 SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
               "allocations too small or too rare for the sampling interval to catch so far "
               "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")
@@ -287,12 +285,25 @@ def diagnosis_of(proc, resolver):
             d["sites"] = growing_sites(proc, resolver)
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
-                # The records say otherwise than "the sites records name the code".
-                d["advice"] = str(d.get("advice", "")).replace(SITES_NAME, SITES_NONE)
+                # The records say otherwise than the advice's sentence on sampled sites.
+                d["advice"] = advice_without_sampled_sites(d)
         else:
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
     return d
+
+
+def advice_without_sampled_sites(d):
+    """The advice with its sentence on sampled sites, where the record's advice_sites puts it,
+    replaced by what the sites records show: no site grows. As it is without that sentence (an
+    older library's record says nothing of where it is)."""
+    advice, said = d.get("advice"), d.get("advice_sites")
+    if not isinstance(advice, str) or not isinstance(said, dict) or said.get("said") != "sampled":
+        return advice
+    at, length = said.get("at"), said.get("length")
+    if not _whole(at) or not _whole(length) or at + length > len(advice):
+        return advice
+    return advice[:at] + SITES_NONE + advice[at + length:]
 
 
 FORECAST_SKIPPED = {

@@ -82,6 +82,11 @@ START_TEST(steady_live_growth_is_a_leak_that_cleanup_cannot_fix)
     ck_assert_ptr_nonnull(strstr(d.advice, "4.0 MiB per round"));
     ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
     ck_assert_ptr_nonnull(strstr(d.advice, "ROUNDTRIM_SITES=true"));
+    /* which sentence on sites, and where: the report finds it there, whatever its words */
+    ck_assert_int_eq(d.sites_advice.said, RT_SITES_SAID_OFF);
+    ck_assert_uint_eq(d.sites_advice.at,
+                      (size_t)(strstr(d.advice, "Set ROUNDTRIM_SITES=true") - d.advice));
+    ck_assert_int_eq(d.advice[d.sites_advice.at + d.sites_advice.length - 1], '.');
     ck_assert_ptr_nonnull(strstr(d.advice, "Held flat by cleanup: gc frees 50.0 MiB a round"));
     /* Persistence: each window of 6 rounds in 10 grew, the first from round 1. */
     ck_assert_int_eq(d.persisted, 5);
