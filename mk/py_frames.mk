@@ -11,6 +11,7 @@ CHECK_DEPS += $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC)
 $(PY_FRAMES_PROBE): PY_FRAMES_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all
 $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC): $(BUILD)/tests/lib%.so: tests/programs/lib%.c \
         runtime/python/frames.c runtime/python/api.c runtime/python/arenas.c policy/parse.c \
+        policy/skip_reason.c \
         $(PY_FRAMES_CORE) \
         runtime/python/frames.h \
         runtime/python/api.h

@@ -1,5 +1,6 @@
-# The round record's contract: its keys (policy/round_fields.def) and the skip reasons
-# (policy/skip_reasons.def) printed by roundtrim-round-fields as the files that repeat them,
+# The round record's contract: its keys (policy/round_fields.def), the skip reasons
+# (policy/skip_reasons.def) and the diagnosis's input and words (policy/diag_input.def,
+# policy/diag_causes.def), printed by roundtrim-round-fields as the files that repeat them,
 # committed and checked against the tables:
 #   docs/reference/round-log.md            the reference page
 #   scripts/roundtrim_report/fields.py     the report's field checks and skip legend
@@ -9,7 +10,8 @@
 
 $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/round_fields.def \
                                  policy/mem_parts.def policy/skip_reasons.def \
-                                 policy/diag_input.def policy/diagnosis.h
+                                 policy/diag_input.def policy/diag_causes.def \
+                                 policy/diagnosis.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
 

@@ -46,35 +46,35 @@ static uint64_t trim_threshold(const struct roundtrim_policy_settings *set, uint
 /* A whole trim (no trim in holds possible here) predicted to hold an arena past the limit: held
  * back, and tried anyway after a gap of held-back cleanup rounds that doubles (4 to 64): the
  * rate it was judged by is measured again, so no one slow reading stops it for good. */
-static const char *over_the_limit(struct roundtrim_policy_state *st,
-                                  struct roundtrim_policy_plan *plan)
+static enum roundtrim_skip over_the_limit(struct roundtrim_policy_state *st,
+                                          struct roundtrim_policy_plan *plan)
 {
     if (st->pause_retry_gap == 0)
         st->pause_retry_gap = PROBE_GAP_FIRST;
     if (++st->pause_held <= st->pause_retry_gap)
-        return "pause_limit";
+        return RT_SKIP_pause_limit;
     st->pause_held = 0;
     st->pause_retry_gap =
         st->pause_retry_gap * 2 > PROBE_GAP_LAST ? PROBE_GAP_LAST : st->pause_retry_gap * 2;
     plan->trim_retry = true;
     st->remeasure = true;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
-static const char *decide_trim(struct roundtrim_policy_state *st,
-                               const struct roundtrim_policy_settings *set,
-                               const struct roundtrim_policy_inputs *in,
-                               struct roundtrim_policy_plan *plan)
+static enum roundtrim_skip decide_trim(struct roundtrim_policy_state *st,
+                                       const struct roundtrim_policy_settings *set,
+                                       const struct roundtrim_policy_inputs *in,
+                                       struct roundtrim_policy_plan *plan)
 {
     uint64_t *pause = &plan->predicted_pause_us;
     struct roundtrim_action_history *h = &st->act[RT_CLEAN_TRIM];
     if (!in->heap_free_known)
-        return NULL; /* nothing to judge by: the period decides */
+        return RT_SKIP_NONE; /* nothing to judge by: the period decides */
     uint64_t threshold = trim_threshold(set, in->rss);
     if (backed_off(h) && !try_again(h, true, in->heap_free, threshold))
-        return "no_yield";
+        return RT_SKIP_no_yield;
     if (in->heap_free < threshold)
-        return "little_to_gain";
+        return RT_SKIP_little_to_gain;
     if (in->trim_pauses && set->pause_us > 0 && st->trim_rate > 0) {
         /* The trim takes one arena's lock at a time: a thread waits for its arena's part. */
         uint64_t share = in->largest_arena_permille ? in->largest_arena_permille : 1000;
@@ -87,42 +87,42 @@ static const char *decide_trim(struct roundtrim_policy_state *st,
          * hosts). It measures the rate as it goes. */
         plan->trim_in_holds = true;
         st->pause_held = 0;
-        return NULL;
+        return RT_SKIP_NONE;
     }
     if (*pause > set->pause_us && set->pause_us > 0)
         return over_the_limit(st, plan);
     st->pause_held = 0;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
-static const char *decide_gc(struct roundtrim_policy_state *st,
-                             const struct roundtrim_policy_inputs *in)
+static enum roundtrim_skip decide_gc(struct roundtrim_policy_state *st,
+                                     const struct roundtrim_policy_inputs *in)
 {
     struct roundtrim_action_history *h = &st->act[RT_CLEAN_GC];
     if (h->runs == 0 || h->last_gave)
-        return NULL;
+        return RT_SKIP_NONE;
     /* Ours found nothing twice: the program's garbage, if any, dies young and the interpreter's
      * own collections take it. Tried again on the gaps. */
     if (backed_off(h))
-        return try_again(h, false, 0, 0) ? NULL : "no_yield";
+        return try_again(h, false, 0, 0) ? RT_SKIP_NONE : RT_SKIP_no_yield;
     /* The interpreter's own collections ran and found nothing: no cycles are being made. */
     if (in->gc_evidence && in->gc_collected == 0)
-        return "no_garbage";
-    return NULL; /* they found some, or cannot tell (automatic gc off): one more try */
+        return RT_SKIP_no_garbage;
+    return RT_SKIP_NONE; /* they found some, or cannot tell (automatic gc off): one more try */
 }
 
-static const char *decide_device(struct roundtrim_policy_state *st,
-                                 const struct roundtrim_policy_settings *set,
-                                 const struct roundtrim_policy_inputs *in)
+static enum roundtrim_skip decide_device(struct roundtrim_policy_state *st,
+                                         const struct roundtrim_policy_settings *set,
+                                         const struct roundtrim_policy_inputs *in)
 {
     struct roundtrim_action_history *h = &st->act[RT_CLEAN_DEVICE];
     if (!in->device_known)
-        return NULL;
+        return RT_SKIP_NONE;
     if (backed_off(h) && !try_again(h, true, in->device_cached, set->device_min_bytes))
-        return "no_yield";
+        return RT_SKIP_no_yield;
     if (in->device_cached < set->device_min_bytes)
-        return "little_to_gain";
-    return NULL;
+        return RT_SKIP_little_to_gain;
+    return RT_SKIP_NONE;
 }
 
 /* Over budget, a trim in holds that does not fit whole runs for what is left, where that is a
@@ -154,7 +154,7 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
 {
     for (int a = 0; a < RT_CLEAN_COUNT; a++) {
         plan->run[a] = true;
-        plan->skipped[a] = NULL;
+        plan->skipped[a] = RT_SKIP_NONE;
     }
     plan->predicted_pause_us = 0;
     plan->trim_budget_us = 0;
@@ -162,7 +162,8 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
     if (!set->adaptive || in->pressure)
         return;
     plan->skipped[RT_CLEAN_GC] = decide_gc(st, in);
-    plan->skipped[RT_CLEAN_TRIM] = in->trim_possible ? decide_trim(st, set, in, plan) : NULL;
+    plan->skipped[RT_CLEAN_TRIM] =
+        in->trim_possible ? decide_trim(st, set, in, plan) : RT_SKIP_NONE;
     plan->skipped[RT_CLEAN_DEVICE] = decide_device(st, set, in);
     /* The budget: while the cleanups so far spent more than their share of the rounds' time,
      * what is worth running runs only if its usual cost fits in what the rounds since the last
@@ -184,17 +185,17 @@ void roundtrim_policy_decide(struct roundtrim_policy_state *st,
                 plan->trim_budget_us = (uint64_t)plan->allowance_us;
                 plan->allowance_us = 0;
             } else {
-                plan->skipped[cheapest] = "budget";
+                plan->skipped[cheapest] = RT_SKIP_budget;
             }
         }
-        plan->run[cheapest] = plan->skipped[cheapest] == NULL;
+        plan->run[cheapest] = plan->skipped[cheapest] == RT_SKIP_NONE;
     }
     /* The program trimmed glibc's heap itself since the last cleanup: nothing is left to return
      * (its share of the allowance stays spent, as if it had run). */
     if (in->program_trimmed && in->trim_pauses) {
         plan->run[RT_CLEAN_TRIM] = plan->trim_in_holds = false;
         plan->trim_budget_us = 0;
-        plan->skipped[RT_CLEAN_TRIM] = "program_trim";
+        plan->skipped[RT_CLEAN_TRIM] = RT_SKIP_program_trim;
         plan->predicted_pause_us = 0;
     }
 }
@@ -204,8 +205,8 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
                                const struct roundtrim_policy_inputs *in,
                                struct roundtrim_policy_plan *plan, uint64_t gc_freed)
 {
-    const char *why = plan->skipped[RT_CLEAN_TRIM];
-    if (!set->adaptive || gc_freed == 0 || !why || strcmp(why, "little_to_gain") != 0 ||
+    enum roundtrim_skip why = plan->skipped[RT_CLEAN_TRIM];
+    if (!set->adaptive || gc_freed == 0 || why != RT_SKIP_little_to_gain ||
         backed_off(&st->act[RT_CLEAN_TRIM]))
         return;
     /* What the collection just freed lies in the heap now: judged again with it. (A trim left
@@ -219,11 +220,11 @@ void roundtrim_policy_after_gc(struct roundtrim_policy_state *st,
             plan->trim_budget_us = (uint64_t)plan->allowance_us;
             plan->allowance_us = 0;
         } else {
-            why = "budget";
+            why = RT_SKIP_budget;
         }
     }
     plan->skipped[RT_CLEAN_TRIM] = why;
-    plan->run[RT_CLEAN_TRIM] = why == NULL;
+    plan->run[RT_CLEAN_TRIM] = why == RT_SKIP_NONE;
 }
 
 static void learn(struct roundtrim_policy_state *st, enum roundtrim_clean_action a, bool gave_back,

@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 enum roundtrim_clean_action {
     RT_CLEAN_GC,     /* Python's full collection */
     RT_CLEAN_TRIM,   /* glibc malloc_trim or jemalloc purge */
@@ -80,8 +82,8 @@ struct roundtrim_policy_inputs {
 
 struct roundtrim_policy_plan {
     bool run[RT_CLEAN_COUNT];
-    const char *skipped[RT_CLEAN_COUNT]; /* why an action does not run, or NULL */
-    uint64_t predicted_pause_us;         /* the trim's, when it was predicted */
+    enum roundtrim_skip skipped[RT_CLEAN_COUNT]; /* why an action does not run */
+    uint64_t predicted_pause_us;                 /* the trim's, when it was predicted */
     bool trim_in_holds;   /* predicted over the pause limit: done in holds, each under it */
     bool trim_retry;      /* held back too long: tried anyway, its rate measured again */
     int64_t allowance_us; /* while overdrawn: what cheap actions may still spend this round */

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* Device memory as seen by the driver hooks. present is false when the driver was never seen. */
 struct roundtrim_cuda_round {
     bool present;
@@ -12,7 +14,7 @@ struct roundtrim_cuda_round {
     uint64_t live_bytes, peak_bytes;
     bool have_mem_info;
     uint64_t free_mem, total_mem;
-    const char *mem_info_skipped; /* why free/total are missing: "no_context", ... */
+    enum roundtrim_skip mem_info_skipped; /* why free/total are missing: no_context, ... */
     /* Pinned host memory allocated through the driver: in RSS already, so counted apart. */
     uint64_t host_alloc_calls, host_alloc_bytes, host_free_calls, host_free_bytes;
     uint64_t host_live_bytes;

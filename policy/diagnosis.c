@@ -35,10 +35,20 @@
 enum held_action { HELD_GC, HELD_TRIM, HELD_DEVICE };
 
 static const char *const cause_names[RT_CAUSE_COUNT] = {
-    "none", "leak", "fragmentation", "garbage", "cuda_cache", "outside_heap", "unsure"};
+#define RT_CAUSE(id, name, verdict, grows, words) [RT_CAUSE_##id] = #name,
+#include "policy/diag_causes.def"
+};
 
-static const char *const finding_names[RT_FIND_COUNT_BITS] = {"free_heap_level", "idle_cache",
-                                                              "plateau", "swings", "held_back"};
+/* What grows, for each cause: how the advice's sentence about it begins. */
+static const char *const cause_grows[RT_CAUSE_COUNT] = {
+#define RT_CAUSE(id, name, verdict, grows, words) [RT_CAUSE_##id] = grows,
+#include "policy/diag_causes.def"
+};
+
+static const char *const finding_names[RT_FIND_COUNT_BITS] = {
+#define RT_FINDING(id, name, meaning) [RT_FIND_BIT_##id] = #name,
+#include "policy/diag_causes.def"
+};
 
 const char *roundtrim_cause_name(enum roundtrim_cause c)
 {
@@ -378,17 +388,38 @@ static void say_persisted(struct roundtrim_diagnosis *d, size_t window_rounds)
         d->persisted, window_rounds, (unsigned long long)d->growing_since);
 }
 
+/* Characters (UTF-8 code points) in the first n bytes of s. */
+static size_t characters(const char *s, size_t n)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return count;
+}
+
 /* Where the code that allocates it can be found, as far as the settings and the start record
- * allow. */
+ * allow; which sentence it is, and where, is kept beside the advice. */
 static void advise_sites(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx)
 {
-    if (ctx->sites)
+    size_t before = strlen(d->advice) + 1; /* the sentence, after its space */
+    if (ctx->sites) {
+        d->sites_advice.said = RT_SITES_SAID_SAMPLED;
         say(d, " The sites records name the code that allocates it: roundtrim report --sites LOG "
                "lists the sites that grow.");
-    else if (ctx->sites_skipped)
+    } else if (ctx->sites_skipped) {
+        d->sites_advice.said = RT_SITES_SAID_UNAVAILABLE;
         say(d, " Allocation sites cannot be sampled in this process (%s).", ctx->sites_skipped);
-    else
+    } else {
+        d->sites_advice.said = RT_SITES_SAID_OFF;
         say(d, " Set ROUNDTRIM_SITES=true to name the code that allocates it.");
+    }
+    size_t after = strlen(d->advice);
+    if (after < before) { /* the advice was full: nothing said */
+        d->sites_advice.said = RT_SITES_SAID_NONE;
+        return;
+    }
+    d->sites_advice.at = characters(d->advice, before);
+    d->sites_advice.length = characters(d->advice + before, after - before);
 }
 
 /* The rounds the advice's growth figure is fitted over (the verdict's figures cover the last
@@ -398,6 +429,12 @@ static void say_rate_rounds(struct roundtrim_diagnosis *d)
     say(d, " over rounds %llu-%llu", (unsigned long long)d->rate_first_round,
         (unsigned long long)d->last_round);
 }
+
+static const char *const sites_said_names[] = {
+    [RT_SITES_SAID_SAMPLED] = "sampled",
+    [RT_SITES_SAID_UNAVAILABLE] = "unavailable",
+    [RT_SITES_SAID_OFF] = "off",
+};
 
 static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
                         double g)
@@ -451,7 +488,7 @@ static void say_held_back(struct roundtrim_diagnosis *d)
 {
     if (!(d->findings & RT_FIND_HELD_BACK))
         return;
-    if (strcmp(d->held_back_why, "pause_limit") == 0)
+    if (d->held_back_why == RT_SKIP_pause_limit)
         say(d,
             " The trim was held back in %d of these %d rounds: its hold of the heap was "
             "foreseen over ROUNDTRIM_TRIM_PAUSE_MS (pause_limit).",
@@ -460,7 +497,7 @@ static void say_held_back(struct roundtrim_diagnosis *d)
         say(d,
             " Cleanup was held back in %d of these %d rounds (%s: ROUNDTRIM_CLEANUP_BUDGET "
             "was spent).",
-            d->held_back_rounds, d->rounds, d->held_back_why);
+            d->held_back_rounds, d->rounds, roundtrim_skip_name(d->held_back_why));
 }
 
 /* Where freed heap stays resident and cleanup does not give it back: what would. */
@@ -605,11 +642,6 @@ static void say_held(struct roundtrim_diagnosis *d)
     }
 }
 
-static bool is(const char *reason, const char *what)
-{
-    return reason && strcmp(reason, what) == 0;
-}
-
 /* The cause with the largest growth, its shares, and whether it dominates. */
 static bool weigh(struct roundtrim_diagnosis *d, const double *score)
 {
@@ -640,7 +672,7 @@ static bool trims_return_none(const struct roundtrim_diag_sample *w, size_t n, d
     size_t tried = 0;
     double released = 0;
     for (size_t i = 0; i < n; i++) {
-        if (w[i].trim_ran || is(w[i].trim_skipped, "no_yield"))
+        if (w[i].trim_ran || w[i].trim_skipped == RT_SKIP_no_yield)
             tried++;
         released += (double)w[i].trim_released;
     }
@@ -699,12 +731,13 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
         /* A full collection ran: roundtrim's, the program's own, or the interpreter's automatic
          * ones (the policy left ours out because they ran and found nothing, or ours found
          * nothing twice). */
-        d->collected |= w[i].gc_ran || w[i].program_gc || is(w[i].gc_skipped, "no_garbage") ||
-                        is(w[i].gc_skipped, "no_yield") || is(w[i].gc_skipped, "program_gc");
-        const char *held = is(w[i].trim_skipped, "pause_limit") ? "pause_limit"
-                           : is(w[i].trim_skipped, "budget")    ? "budget"
-                           : is(w[i].gc_skipped, "budget")      ? "budget"
-                                                                : NULL;
+        enum roundtrim_skip gc_why = w[i].gc_skipped, trim_why = w[i].trim_skipped;
+        d->collected |= w[i].gc_ran || w[i].program_gc || gc_why == RT_SKIP_no_garbage ||
+                        gc_why == RT_SKIP_no_yield || gc_why == RT_SKIP_program_gc;
+        enum roundtrim_skip held = trim_why == RT_SKIP_pause_limit ? RT_SKIP_pause_limit
+                                   : trim_why == RT_SKIP_budget || gc_why == RT_SKIP_budget
+                                       ? RT_SKIP_budget
+                                       : RT_SKIP_NONE;
         if (held) {
             d->held_back_rounds++;
             if (!d->held_back_why)
@@ -1105,13 +1138,9 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     find_patterns(d, &live, &t[RT_CAUSE_LEAK], w);
 
     /* 3. In words: the cause, what cleanup holds flat, the levels that waste memory. */
-    static const char *const what[RT_CAUSE_COUNT] = {
-        "Memory",      "Live memory",          "Freed heap kept resident",
-        "Live memory", "Device memory cached", "Memory outside the allocators",
-        "Memory"};
     char b[32];
     if (d->cause == RT_CAUSE_UNSURE) {
-        advise_unsure(d, ctx, what[lead], g[lead]);
+        advise_unsure(d, ctx, cause_grows[lead], g[lead]);
     } else if (d->cause != RT_CAUSE_NONE) {
         advise_cause(d, ctx, g, t[lead].window_rounds);
     } else {
@@ -1228,4 +1257,11 @@ void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_d
     roundtrim_json_bool(j, "collected", d->collected);
     forecast_json(j, &d->forecast);
     roundtrim_json_str(j, "advice", d->advice);
+    if (d->sites_advice.said != RT_SITES_SAID_NONE) {
+        roundtrim_json_object_begin(j, "advice_sites");
+        roundtrim_json_str(j, "said", sites_said_names[d->sites_advice.said]);
+        roundtrim_json_u64(j, "at", d->sites_advice.at);
+        roundtrim_json_u64(j, "length", d->sites_advice.length);
+        roundtrim_json_object_end(j);
+    }
 }

@@ -11,17 +11,14 @@
 
 #include "policy/forecast.h"
 #include "policy/mem_parts.h"
+#include "policy/skip_reason.h"
 
 struct roundtrim_json;
 
+/* The causes of growth (policy/diag_causes.def). */
 enum roundtrim_cause {
-    RT_CAUSE_NONE,          /* memory does not grow (whatever cleanup gives back) */
-    RT_CAUSE_LEAK,          /* live memory grows: references kept from round to round */
-    RT_CAUSE_FRAGMENTATION, /* freed heap kept resident grows */
-    RT_CAUSE_GARBAGE,       /* kept for the metric's label set; growth is never called this */
-    RT_CAUSE_CUDA_CACHE,    /* device memory cached by PyTorch or the driver's pools grows */
-    RT_CAUSE_OUTSIDE_HEAP,  /* anonymous, file or shared memory outside the allocators grows */
-    RT_CAUSE_UNSURE,        /* something grows, but not yet long or clearly enough to tell */
+#define RT_CAUSE(id, name, verdict, grows, words) RT_CAUSE_##id,
+#include "policy/diag_causes.def"
     RT_CAUSE_COUNT
 };
 
@@ -41,10 +38,10 @@ struct roundtrim_diag_sample {
     bool gc_ran;
     bool program_gc; /* the program ran a full collection of its own since the last cleanup */
     uint64_t gc_collected, gc_freed;
-    const char *gc_skipped; /* the record's reason, or NULL */
-    bool trim_ran;          /* the trim or purge ran (a policy may leave it out of a round) */
+    enum roundtrim_skip gc_skipped; /* the record's reason */
+    bool trim_ran; /* the trim or purge ran (a policy may leave it out of a round) */
     uint64_t trim_released;
-    const char *trim_skipped;
+    enum roundtrim_skip trim_skipped;
     uint64_t device_released; /* torch's cache release and the pools' trim */
     /* What the process could still grow by at this round (the record's mem_headroom). */
     enum roundtrim_headroom_of headroom_of;
@@ -83,17 +80,33 @@ struct roundtrim_diag_context {
 #define ROUNDTRIM_DIAG_DECIDE_SMALL_ROUNDS                                                         \
     (ROUNDTRIM_DIAG_SUB_ROUNDS + ROUNDTRIM_DIAG_PERSIST_SMALL - 1)
 
-/* Levels and patterns found beside the cause (bits of roundtrim_diagnosis.findings). */
+/* Levels and patterns found beside the cause (policy/diag_causes.def): bits of
+ * roundtrim_diagnosis.findings. */
+enum roundtrim_finding_bit {
+#define RT_FINDING(id, name, meaning) RT_FIND_BIT_##id,
+#include "policy/diag_causes.def"
+    RT_FIND_COUNT_BITS
+};
 enum roundtrim_finding {
-    RT_FIND_FREE_HEAP = 1u << 0,  /* freed heap kept resident is most of RSS, cleanup keeps it */
-    RT_FIND_IDLE_CACHE = 1u << 1, /* a large device cache is held and not released */
-    RT_FIND_PLATEAU = 1u << 2,    /* grew, then stopped: a warm-up or a cache at its cap */
-    RT_FIND_SWINGS = 1u << 3,     /* rises and falls back: periodic or sawtooth, flat */
-    RT_FIND_HELD_BACK = 1u << 4,  /* due cleanup held back (pause limit, budget) */
-    RT_FIND_COUNT_BITS = 5
+#define RT_FINDING(id, name, meaning) RT_FIND_##id = 1u << RT_FIND_BIT_##id,
+#include "policy/diag_causes.def"
 };
 
 const char *roundtrim_finding_name(unsigned bit_index);
+
+/* Which sentence on allocation sites the advice holds: "sampled" (the sites records name the
+ * code), "unavailable" (sampling could not start), "off" (set ROUNDTRIM_SITES=true); none: the
+ * advice says nothing of sites. */
+enum roundtrim_sites_said {
+    RT_SITES_SAID_NONE,
+    RT_SITES_SAID_SAMPLED,
+    RT_SITES_SAID_UNAVAILABLE,
+    RT_SITES_SAID_OFF,
+};
+struct roundtrim_sites_advice {
+    enum roundtrim_sites_said said;
+    size_t at, length; /* characters of the advice before it, and its own */
+};
 
 struct roundtrim_diagnosis {
     const char *skipped; /* why no diagnosis: "too_few_rounds" (then the rest is empty) */
@@ -132,13 +145,16 @@ struct roundtrim_diagnosis {
     double plateau_rise;        /* RT_FIND_PLATEAU: how much the live part rose before it stopped */
     double swing;               /* RT_FIND_SWINGS: the live part's range over the window */
     int held_back_rounds;       /* RT_FIND_HELD_BACK: rounds whose trim or gc was held back */
-    const char *held_back_why;
-    unsigned findings; /* enum roundtrim_finding bits */
-    bool collected;    /* a full collection (roundtrim's or the interpreter's) ran in the window:
-                          without one, growing live Python memory may be garbage not yet collected */
+    enum roundtrim_skip held_back_why; /* pause_limit or budget */
+    unsigned findings;                 /* enum roundtrim_finding bits */
+    bool collected; /* a full collection (roundtrim's or the interpreter's) ran in the window:
+                       without one, growing live Python memory may be garbage not yet collected */
     /* When the growth reaches the memory limit, at the latest round's headroom. */
     struct roundtrim_forecast forecast;
     char advice[1536];
+    /* The advice's sentence on allocation sites (a leak's), and where it stands in the advice
+     * (in characters): what the report switches on, never the sentence's words. */
+    struct roundtrim_sites_advice sites_advice;
 };
 
 /* Diagnoses samples[0..n) (oldest first; rounds whose memory was not measured left out by the

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* Where the process's memory is when the round ends (before its cleanup): parts of the resident
  * set that add up to it, each from a source of its own, and the device memory. A part that
  * could not be read has a reason instead (never a silent zero). */
@@ -14,7 +16,7 @@ enum roundtrim_mem_part {
 };
 
 struct roundtrim_memory_parts {
-    const char *skipped; /* why nothing was measured ("exiting"), or NULL */
+    enum roundtrim_skip skipped; /* why nothing was measured (exiting) */
     uint64_t rss;
     uint64_t read_us; /* how long reading all of it took */
     /* How far the known parts exceed rss: live blocks holding pages never touched (a large
@@ -24,7 +26,7 @@ struct roundtrim_memory_parts {
      * blocks from glibc's malloc called directly). */
     uint64_t heap_uncounted;
     uint64_t value[RT_PART_COUNT];
-    const char *part_skipped[RT_PART_COUNT]; /* set for each part not measured */
+    enum roundtrim_skip part_skipped[RT_PART_COUNT]; /* set for each part not measured */
     uint32_t largest_arena_permille; /* glibc: the largest arena's share of the heap; 0 unknown */
 };
 

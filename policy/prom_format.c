@@ -159,7 +159,7 @@ void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
                                const struct roundtrim_round_record *r)
 {
     /* the steps of the round record's table, in the order they run */
-#define RT_STEP(step, skip, label) skip_add(c, #step, r->skip);
+#define RT_STEP(step, skip, label) skip_add(c, #step, roundtrim_skip_name(r->skip));
 #include "policy/round_fields.def"
 }
 

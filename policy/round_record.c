@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
-                            const char *skipped)
+                            enum roundtrim_skip skipped)
 {
     /* the round record's traffic rows, with the same null */
 #define RT_TRAFFIC(name, unit, meaning)                                                            \
@@ -13,7 +13,12 @@ void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_tra
         roundtrim_json_u64(j, #name, t->name);
 #include "policy/round_fields.def"
     if (skipped)
-        roundtrim_json_str(j, "counts_skipped", skipped);
+        roundtrim_json_skip(j, "counts_skipped", skipped);
+}
+
+void roundtrim_json_skip(struct roundtrim_json *j, const char *key, enum roundtrim_skip why)
+{
+    roundtrim_json_str(j, key, roundtrim_skip_name(why));
 }
 
 /* How the writer puts a value of each kind of field (policy/round_fields.def's RT_KIND rows). */
@@ -32,8 +37,8 @@ static bool cuda_host_used(const struct roundtrim_cuda_round *c)
 }
 
 #define put_TEXT        roundtrim_json_str
-#define put_REASON      roundtrim_json_str
-#define put_STEP_REASON roundtrim_json_str
+#define put_REASON      roundtrim_json_skip
+#define put_STEP_REASON roundtrim_json_skip
 #define put_PID         roundtrim_json_i64
 #define put_ROUNDS      roundtrim_json_u64
 #define put_UINT        roundtrim_json_u64
@@ -76,7 +81,7 @@ static void put_PARTS(struct roundtrim_json *j, const char *k,
         char skipped_key[40];
         snprintf(skipped_key, sizeof skipped_key, "%s_skipped", name);
         roundtrim_json_str(j, name, NULL);
-        roundtrim_json_str(j, skipped_key, m->part_skipped[p]);
+        roundtrim_json_skip(j, skipped_key, m->part_skipped[p]);
     }
 }
 

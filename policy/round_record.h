@@ -11,6 +11,7 @@
 #include "policy/forecast.h"
 #include "policy/json_writer.h"
 #include "policy/mem_parts.h"
+#include "policy/skip_reason.h"
 #include "policy/traffic.h"
 
 struct roundtrim_round_record {
@@ -22,11 +23,12 @@ struct roundtrim_round_record {
     const char *hook; /* "module:qualname" of the Python hook that ended the round, or NULL */
     const char *allocator;
     struct roundtrim_traffic traffic;
-    const char *counts_skipped;    /* why traffic was not measured (its counts are then null) */
+    enum roundtrim_skip
+        counts_skipped;            /* why traffic was not measured (its counts are then null) */
     const char *signal_rounds_off; /* said once: why the round signal stopped marking rounds */
     bool heap_live_known;
     uint64_t heap_live;
-    const char *heap_live_skipped; /* why heap_live was not read, or NULL */
+    enum roundtrim_skip heap_live_skipped; /* why heap_live was not read, or NULL */
     uint64_t rss_before, rss_after, rss_peak;
     bool cgroup_known;
     uint64_t cgroup_usage, cgroup_limit;
@@ -41,7 +43,7 @@ struct roundtrim_round_record {
     uint64_t cleanup_us, trim_us;
     uint64_t round_us;       /* wall time since the previous boundary (the first: since start) */
     uint64_t cleanup_cpu_us; /* CPU time the cleanup took, its Python jobs included */
-    uint64_t trim_pause_predicted_us; /* with trim_skipped "pause_limit": the pause foreseen */
+    uint64_t trim_pause_predicted_us; /* with trim_skipped pause_limit: the pause foreseen */
     /* Trims taken in steps during the round (the pause limit): how many, what they returned,
      * their time; their CPU is in cleanup_cpu_us. */
     uint64_t trim_steps, trim_steps_released_bytes, trim_steps_us;
@@ -56,18 +58,19 @@ struct roundtrim_round_record {
     /* Cleanup rounds in a row whose trim the pause limit held back (where no trim in holds was
      * possible), this one included: the diagnosis may say cleanup is held back. */
     uint64_t trim_held_back_rounds;
-    bool trim_retry;             /* held back too long: ran anyway, to measure its rate again */
-    const char *cleanup_skipped; /* why a due cleanup did not run at all ("exiting"), or NULL */
+    bool trim_retry; /* held back too long: ran anyway, to measure its rate again */
+    enum roundtrim_skip cleanup_skipped; /* why a due cleanup did not run at all (exiting) */
     bool gc_ran;
     uint64_t gc_collected, gc_us;
-    const char *gc_skipped;   /* why a due gc did not run (GIL not free in time, ...), or NULL */
-    const char *trim_skipped; /* why a due trim or purge did not run ("program_trim"), or NULL */
+    enum roundtrim_skip gc_skipped;   /* why a due gc did not run (gil_timeout, ...) */
+    enum roundtrim_skip trim_skipped; /* why a due trim or purge did not run (program_trim) */
     uint64_t torch_empty_cache_us;
-    const char *torch_empty_cache_skipped; /* why a due empty_cache did not run, or NULL */
+    enum roundtrim_skip torch_empty_cache_skipped; /* why a due empty_cache did not run */
     uint64_t cuda_pool_trim_bytes;
-    const char *cuda_pool_trim_skipped; /* why a due pool trim did not run, or NULL */
+    enum roundtrim_skip cuda_pool_trim_skipped;        /* why a due pool trim did not run */
     uint64_t cupy_free_blocks_us, cupy_released_bytes; /* device bytes CuPy's release returned */
-    const char *cupy_free_blocks_skipped; /* why a due release of CuPy's pools did not run */
+    enum roundtrim_skip
+        cupy_free_blocks_skipped; /* why a due release of CuPy's pools did not run */
     /* What each action gave back, measured around it alone: heap and pymalloc bytes gc freed,
      * resident bytes the trim or purge returned, device bytes torch's cache release returned. */
     uint64_t gc_freed_bytes, trim_released_bytes, torch_released_bytes;
@@ -79,7 +82,10 @@ struct roundtrim_round_record {
 /* The four malloc-family counts; when skipped is set, each is null and "counts_skipped" says
  * why. */
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
-                            const char *skipped);
+                            enum roundtrim_skip skipped);
+
+/* key: the reason's name, or null for RT_SKIP_NONE. */
+void roundtrim_json_skip(struct roundtrim_json *j, const char *key, enum roundtrim_skip why);
 
 /* Formats a round record as one JSON line. Returns its length, 0 if buf was too small. */
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap);

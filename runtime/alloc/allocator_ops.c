@@ -28,7 +28,7 @@ static struct roundtrim_loaded_object glibc_object;
 /* When the program's malloc is not ours (an allocator preloaded before roundtrim, one linked
  * into the executable, a library loaded with dlopen), none of the program's calls reach the
  * hooks: the counts would be a false zero. */
-static const char *counts_skipped;
+static enum roundtrim_skip counts_skipped;
 
 /* The name of the object that defines fn: its file's base name, or "unknown" when it is no
  * shared library (the executable itself). */
@@ -139,7 +139,7 @@ void roundtrim_allocator_detect(void)
         roundtrim_loaded_object_of((void *)roundtrim_allocator_detect, &own) &&
         !roundtrim_loaded_object_same(&first_obj, &own)) {
         serving = first;
-        counts_skipped = "allocator_before_roundtrim";
+        counts_skipped = RT_SKIP_allocator_before_roundtrim;
     }
     if (!roundtrim_loaded_object_of(serving, &info)) {
         strncpy(other_name, "unknown", sizeof other_name - 1);
@@ -172,7 +172,7 @@ void roundtrim_allocator_detect(void)
         dlclose(obj.handle);
 }
 
-const char *roundtrim_allocator_counts_skipped(void)
+enum roundtrim_skip roundtrim_allocator_counts_skipped(void)
 {
     return counts_skipped;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "policy/options.h"
+#include "policy/skip_reason.h"
 
 enum roundtrim_allocator { RT_ALLOC_GLIBC, RT_ALLOC_JEMALLOC, RT_ALLOC_OTHER };
 
@@ -17,8 +18,8 @@ enum roundtrim_allocator roundtrim_allocator_kind(void);
 const char *roundtrim_allocator_name(void);
 
 /* Why the malloc-family counts are not measured (the program's malloc does not reach roundtrim:
- * "allocator_before_roundtrim"), or NULL when they are. */
-const char *roundtrim_allocator_counts_skipped(void);
+ * allocator_before_roundtrim), or RT_SKIP_NONE when they are. */
+enum roundtrim_skip roundtrim_allocator_counts_skipped(void);
 
 /* jemalloc's own statistics (bytes): false for other allocators or when they are off. */
 struct roundtrim_je_stats {

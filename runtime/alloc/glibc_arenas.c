@@ -275,37 +275,37 @@ static bool arenas_ring(struct roundtrim_arena_walk *w, int mem_fd, uintptr_t ma
     return true;
 }
 
-static const char *find_once(const void *libc_function, struct roundtrim_arena_walk *w)
+static enum roundtrim_skip find_once(const void *libc_function, struct roundtrim_arena_walk *w)
 {
     memset(w, 0, sizeof *w);
     if (!read_ranges(w))
-        return "heap_maps_unread";
+        return RT_SKIP_heap_maps_unread;
     int mem_fd = roundtrim_open_read("/proc/self/mem");
     uintptr_t main_arena = find_main_arena(w, mem_fd, libc_function);
-    const char *why = !main_arena                           ? "main_arena_not_found"
-                      : !arenas_ring(w, mem_fd, main_arena) ? "arena_ring_unread"
-                                                            : NULL;
+    enum roundtrim_skip why = !main_arena                           ? RT_SKIP_main_arena_not_found
+                              : !arenas_ring(w, mem_fd, main_arena) ? RT_SKIP_arena_ring_unread
+                                                                    : RT_SKIP_NONE;
     if (mem_fd >= 0)
         roundtrim_fd_guard_close(mem_fd);
     return why;
 }
 
-const char *roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w)
+enum roundtrim_skip roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w)
 {
     if (!roundtrim_arenas_layout_known()) {
         memset(w, 0, sizeof *w);
-        return "arena_layout_unknown";
+        return RT_SKIP_arena_layout_unknown;
     }
     if (!page)
         page = (uintptr_t)sysconf(_SC_PAGESIZE);
     /* The program changes its heaps while they are read (a thread's new arena, a list in the
      * middle of a change): a read that does not add up is made again. */
-    const char *why = NULL;
+    enum roundtrim_skip why = RT_SKIP_NONE;
     for (int i = 0; i < FIND_TRIES; i++) {
         if (i > 0)
             roundtrim_sleep_us(FIND_RETRY_US);
         if (!(why = find_once(libc_function, w)))
-            return NULL;
+            return RT_SKIP_NONE;
     }
     return why;
 }

@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 
 #include "policy/release_cost.h"
+#include "policy/skip_reason.h"
 
 /* glibc's default cap is 8 arenas a core */
 #define ROUNDTRIM_ARENAS_MAX   1024
@@ -56,9 +57,10 @@ struct roundtrim_arena_hold {
 bool roundtrim_arenas_layout_known(void);
 
 /* Finds and checks the arenas (worker thread: reads /proc/self/maps and the loader's tables),
- * reading again a few times where the program changed them meanwhile. NULL when found; else why
- * not (a skip reason): nothing may be walked. */
-const char *roundtrim_arenas_find(const void *libc_function, struct roundtrim_arena_walk *w);
+ * reading again a few times where the program changed them meanwhile. RT_SKIP_NONE when found;
+ * else why not: nothing may be walked. */
+enum roundtrim_skip roundtrim_arenas_find(const void *libc_function,
+                                          struct roundtrim_arena_walk *w);
 
 /* Reads the heaps' address ranges again (worker thread, no arena lock held): an arena grown or
  * shrunk since they were read holds chunks outside them, which a hold will not follow. */

@@ -186,7 +186,7 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
                                struct roundtrim_heap_parts *out)
 {
     *out = (struct roundtrim_heap_parts){0};
-    const char *counts_skipped = roundtrim_allocator_counts_skipped();
+    enum roundtrim_skip counts_skipped = roundtrim_allocator_counts_skipped();
     struct roundtrim_je_stats je;
     bool have_je = roundtrim_allocator_je_stats(&je);
     if (!counts_skipped) {
@@ -201,7 +201,7 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
     switch (roundtrim_allocator_kind()) {
     case RT_ALLOC_JEMALLOC:
         if (!have_je) {
-            out->free_skipped = "allocator_stats_off";
+            out->free_skipped = RT_SKIP_allocator_stats_off;
             return;
         }
         /* Dirty and muzzy pages, and the unused part of active pages: resident, no live data,
@@ -217,7 +217,7 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
         }
         uint64_t resident, mapped;
         if (!glibc_arenas_resident(&resident, &out->largest_arena_permille, &mapped)) {
-            out->free_skipped = "maps_unreadable";
+            out->free_skipped = RT_SKIP_maps_unreadable;
             return;
         }
         /* The arenas hold every live block but the large ones, which are mappings of their
@@ -233,5 +233,5 @@ void roundtrim_heap_parts_read(const struct roundtrim_traffic *total,
     case RT_ALLOC_OTHER:
         break;
     }
-    out->free_skipped = "allocator_unknown";
+    out->free_skipped = RT_SKIP_allocator_unknown;
 }

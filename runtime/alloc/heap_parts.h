@@ -7,15 +7,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
 #include "policy/traffic.h"
 
 struct roundtrim_heap_parts {
     bool live_known;
     uint64_t live;
-    const char *live_skipped; /* why live is unknown: the counts are not measured */
+    enum roundtrim_skip live_skipped; /* why live is unknown: the counts are not measured */
     bool free_known;
     uint64_t free_resident;
-    const char *free_skipped; /* "allocator_unknown", "maps_unreadable", ... */
+    enum roundtrim_skip free_skipped; /* allocator_unknown, maps_unreadable, ... */
     /* glibc: the largest arena's share of the arenas' resident bytes, permille; 0 unknown. A
      * trim holds one arena at a time: the pause a thread sees follows the largest. */
     uint32_t largest_arena_permille;

@@ -13,8 +13,6 @@
 #include "runtime/core/safe_file.h"
 #include "runtime/core/stderr_hold.h"
 
-const char roundtrim_nothing_to_do[] = "nothing_to_do";
-
 static struct roundtrim_config config;
 static double start_ts;
 static bool active;

@@ -27,18 +27,6 @@ void roundtrim_settings_activate(void);
 /* A fork child is a process of its own: its start time is the fork's. */
 void roundtrim_settings_fork_child(void);
 
-/* How a step says it did not run: it returns why, a stable name that the round record carries as
- * its *_skipped value, and NULL when it ran. A step that found nothing to do returns
- * ROUNDTRIM_NOTHING_TO_DO: no action and no reason in the record (it is not news). */
-extern const char roundtrim_nothing_to_do[] __attribute__((visibility("hidden")));
-#define ROUNDTRIM_NOTHING_TO_DO roundtrim_nothing_to_do
-
-/* why, or NULL when it is ROUNDTRIM_NOTHING_TO_DO: what the record says. */
-static inline const char *roundtrim_skip_news(const char *why)
-{
-    return why == ROUNDTRIM_NOTHING_TO_DO ? NULL : why;
-}
-
 /* One line on stderr, "roundtrim: <text>\n", written with a single write(2). */
 void roundtrim_warn(const char *text);
 

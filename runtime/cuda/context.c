@@ -67,21 +67,21 @@ void roundtrim_cuda_primary_leave(int dev, CUcontext saved)
     primary_release_call()(dev);
 }
 
-const char *roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope)
+enum roundtrim_skip roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope)
 {
     uint64_t mask = roundtrim_cuda_devices_used();
     if (!mask)
-        return "cuda_no_device";
+        return RT_SKIP_no_device;
     if (!roundtrim_cuda_context_calls())
-        return "cuda_no_driver_entry";
+        return RT_SKIP_no_driver_entry;
     scope->saved = roundtrim_cuda_current_context();
     for (int dev = 0; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
         if ((mask & (1ull << dev)) && roundtrim_cuda_primary_enter(dev)) {
             scope->device = dev;
-            return NULL;
+            return RT_SKIP_NONE;
         }
     }
-    return "cuda_no_context";
+    return RT_SKIP_no_context;
 }
 
 void roundtrim_cuda_context_leave(const struct roundtrim_cuda_scope *scope)

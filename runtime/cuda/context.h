@@ -7,19 +7,19 @@
 
 #include <stdbool.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/cuda/types.h"
 
 /* For CUDA work on a thread of roundtrim's own (torch.cuda.empty_cache() on the Python helper):
  * makes current the primary context of the lowest device the program used whose primary context
  * it keeps active, so that the runtime finds a current context instead of creating one on device
- * 0. Returns NULL when entered (call roundtrim_cuda_context_leave after the work), else why not:
- * "cuda_no_device" (no device memory seen), "cuda_no_context" (none active),
- * "cuda_no_driver_entry". */
+ * 0. Returns RT_SKIP_NONE when entered (call roundtrim_cuda_context_leave after the work), else
+ * why not: no_device (no device memory seen), no_context (none active), no_driver_entry. */
 struct roundtrim_cuda_scope {
     int device;
     void *saved; /* the context current before, made current again on leaving */
 };
-const char *roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope);
+enum roundtrim_skip roundtrim_cuda_context_enter(struct roundtrim_cuda_scope *scope);
 void roundtrim_cuda_context_leave(const struct roundtrim_cuda_scope *scope);
 
 /* The same, one device at a time, for the worker's driver calls (runtime/cuda/release.c,

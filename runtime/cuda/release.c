@@ -72,22 +72,22 @@ static bool trim_device(int dev, bool host_pools, uint64_t *released, bool *stop
     return any;
 }
 
-const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes)
+enum roundtrim_skip roundtrim_cuda_pool_trim(uint64_t *released_bytes)
 {
     bool host_pools;
     *released_bytes = 0;
     if (!roundtrim_cuda_seen())
-        return ROUNDTRIM_NOTHING_TO_DO;
+        return RT_SKIP_NOTHING_TO_DO;
     uint64_t work = roundtrim_cuda_devices_async() | roundtrim_cuda_pool_devices(&host_pools);
     /* Host pools are trimmed inside the first device context the program uses. */
     uint64_t mask = work | (host_pools ? roundtrim_cuda_devices_used() : 0);
     if (!work && !host_pools)
-        return ROUNDTRIM_NOTHING_TO_DO; /* no stream-ordered memory */
+        return RT_SKIP_NOTHING_TO_DO; /* no stream-ordered memory */
     /* A synchronize during a capture would invalidate the program's graph. */
     if (roundtrim_cuda_capture_active())
-        return "cuda_capture";
+        return RT_SKIP_cuda_capture;
     if (!roundtrim_cuda_context_calls() || !ROUNDTRIM_CUDA_CALL(cuMemPoolTrimTo))
-        return "no_driver_entry";
+        return RT_SKIP_no_driver_entry;
     CUcontext saved = roundtrim_cuda_current_context();
     bool any = false, stop = false, entered = false;
     /* Another thread may begin a capture at any moment: checked again right before every
@@ -106,10 +106,10 @@ const char *roundtrim_cuda_pool_trim(uint64_t *released_bytes)
         stop = stop || roundtrim_cuda_capture_active();
     }
     if (any)
-        return NULL;
+        return RT_SKIP_NONE;
     if (stop)
-        return "cuda_capture";
-    return entered ? ROUNDTRIM_NOTHING_TO_DO : "no_context";
+        return RT_SKIP_cuda_capture;
+    return entered ? RT_SKIP_NOTHING_TO_DO : RT_SKIP_no_context;
 }
 
 /* Adds what one pool keeps reserved, and what of it is allocated. */
@@ -126,20 +126,20 @@ static void add_pool(CUmemoryPool pool, uint64_t *reserved, uint64_t *used)
 
 /* The pools the process used (the pinned host pools too when asked): what they keep reserved
  * and what of it is allocated. */
-static const char *pool_totals(uint64_t *reserved, uint64_t *used, bool host)
+static enum roundtrim_skip pool_totals(uint64_t *reserved, uint64_t *used, bool host)
 {
     bool host_pools;
     *reserved = *used = 0;
     if (!roundtrim_cuda_seen())
-        return "no_cuda";
+        return RT_SKIP_no_cuda;
     uint64_t async = roundtrim_cuda_devices_async();
     uint64_t created = roundtrim_cuda_pool_devices(&host_pools);
     if (!async && !created && !host_pools)
-        return NULL; /* no stream-ordered memory: nothing cached by the driver */
+        return RT_SKIP_NONE; /* no stream-ordered memory: nothing cached by the driver */
     __typeof__(&cuDeviceGetDefaultMemPool) default_pool =
         ROUNDTRIM_CUDA_CALL(cuDeviceGetDefaultMemPool);
     if (!ROUNDTRIM_CUDA_CALL(cuMemPoolGetAttribute))
-        return "no_driver_entry";
+        return RT_SKIP_no_driver_entry;
     for (int dev = 0; dev < ROUNDTRIM_CUDA_MAX_DEVICES; dev++) {
         CUmemoryPool pool = NULL;
         if ((async & (1ull << dev)) && default_pool && default_pool(&pool, dev) == CUDA_SUCCESS &&
@@ -155,13 +155,13 @@ static const char *pool_totals(uint64_t *reserved, uint64_t *used, bool host)
             roundtrim_cuda_pool_done(at);
         }
     }
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
-const char *roundtrim_cuda_pool_cached(uint64_t *cached)
+enum roundtrim_skip roundtrim_cuda_pool_cached(uint64_t *cached)
 {
     uint64_t reserved, used;
-    const char *why = pool_totals(&reserved, &used, true);
+    enum roundtrim_skip why = pool_totals(&reserved, &used, true);
     *cached = why ? 0 : reserved - used;
     return why;
 }

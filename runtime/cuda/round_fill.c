@@ -12,7 +12,7 @@
 /* Free and total memory of the devices the process used, summed, as the driver sees them, each
  * read inside its device's primary context. False, with *skipped saying why, when none could be
  * read. */
-static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipped)
+static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, enum roundtrim_skip *skipped)
 {
     __typeof__(&cuMemGetInfo_v2) get_info;
     size_t f = 0, t = 0;
@@ -20,17 +20,17 @@ static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipp
     bool any = false, entered = false;
     *free_mem = *total_mem = 0;
     if (!mask) {
-        *skipped = "no_device";
+        *skipped = RT_SKIP_no_device;
         return false;
     }
     if (!roundtrim_cuda_context_calls() || !(get_info = ROUNDTRIM_CUDA_CALL(cuMemGetInfo_v2))) {
-        *skipped = "no_driver_entry";
+        *skipped = RT_SKIP_no_driver_entry;
         return false;
     }
     /* A capture in the program's default (global) mode forbids other threads the calls the
      * driver deems unsafe; no driver call of ours is worth invalidating a graph. */
     if (roundtrim_cuda_capture_active()) {
-        *skipped = "cuda_capture";
+        *skipped = RT_SKIP_cuda_capture;
         return false;
     }
     CUcontext saved = roundtrim_cuda_current_context();
@@ -50,7 +50,9 @@ static bool mem_info(uint64_t *free_mem, uint64_t *total_mem, const char **skipp
     if (captured)
         any = false;
     if (!any)
-        *skipped = captured ? "cuda_capture" : entered ? "driver_error" : "no_context";
+        *skipped = captured  ? RT_SKIP_cuda_capture
+                   : entered ? RT_SKIP_driver_error
+                             : RT_SKIP_no_context;
     return any;
 }
 
@@ -95,7 +97,7 @@ bool roundtrim_cuda_round_fill(struct roundtrim_cuda_round *out,
     out->host_live_bytes = host.live_bytes;
     out->present = true;
     if (!ask_driver) {
-        out->mem_info_skipped = "exiting";
+        out->mem_info_skipped = RT_SKIP_exiting;
         return true;
     }
     out->have_mem_info = mem_info(&out->free_mem, &out->total_mem, &out->mem_info_skipped);

@@ -29,7 +29,8 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
     if (roundtrim_allocator_kind() == RT_ALLOC_GLIBC)
         roundtrim_json_str(&j, "page_release", roundtrim_page_release_path());
     if (roundtrim_allocator_counts_skipped())
-        roundtrim_json_str(&j, "counts_skipped", roundtrim_allocator_counts_skipped());
+        roundtrim_json_str(&j, "counts_skipped",
+                           roundtrim_skip_name(roundtrim_allocator_counts_skipped()));
     roundtrim_json_object_begin(&j, "settings");
     for (int id = 0; id < RT_OPT_COUNT; id++) {
         char value[512];

@@ -59,14 +59,14 @@ void roundtrim_python_arena_note(const void *caller, size_t len, bool mapped)
     __atomic_add_fetch(&arena_bytes, mapped ? (int64_t)len : -(int64_t)len, __ATOMIC_RELAXED);
 }
 
-const char *roundtrim_python_arena_bytes(uint64_t *bytes)
+enum roundtrim_skip roundtrim_python_arena_bytes(uint64_t *bytes)
 {
     *bytes = 0;
     if (!__atomic_load_n(&text_hi, __ATOMIC_ACQUIRE))
-        return "no_python";
+        return RT_SKIP_no_python;
     if (started_before)
-        return "python_found_late";
+        return RT_SKIP_python_found_late;
     int64_t n = __atomic_load_n(&arena_bytes, __ATOMIC_RELAXED);
     *bytes = n > 0 ? (uint64_t)n : 0;
-    return NULL;
+    return RT_SKIP_NONE;
 }

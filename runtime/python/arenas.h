@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/python/api.h"
 
 /* Notes where the interpreter's code lies (called once its API is found). */
@@ -17,8 +18,8 @@ void roundtrim_python_arenas_init(const struct roundtrim_py_api *api);
  * when the caller is the interpreter's own code. Async-signal-safe: a compare and an atomic add. */
 void roundtrim_python_arena_note(const void *caller, size_t len, bool mapped);
 
-/* Bytes mapped for pymalloc's arenas now; NULL, or why not known ("no_python", ...). */
-const char *roundtrim_python_arena_bytes(uint64_t *bytes);
+/* Bytes mapped for pymalloc's arenas now; RT_SKIP_NONE, or why not known (no_python, ...). */
+enum roundtrim_skip roundtrim_python_arena_bytes(uint64_t *bytes);
 
 /* A fork child keeps its parent's arenas: nothing to reset. */
 

@@ -54,7 +54,7 @@ static uint64_t small_objects_freed(py_ssize before, py_ssize after)
     return (uint64_t)(before - after) * per_block;
 }
 
-static const char *gc_job_run(struct roundtrim_py_result *out)
+static enum roundtrim_skip gc_job_run(struct roundtrim_py_result *out)
 {
     /* PyGC_Collect does nothing while gc is disabled; gc.collect() collects regardless, and
      * programs that turn automatic gc off are the ones with most cyclic garbage. The switch is
@@ -78,9 +78,9 @@ static const char *gc_job_run(struct roundtrim_py_result *out)
     if (P.Err_Occurred())
         P.Err_Clear();
     if (n < 0)
-        return "failed";
+        return RT_SKIP_failed;
     out->count = (uint64_t)n;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 /* torch.cuda.<name>() (new reference) or NULL. */
@@ -91,12 +91,12 @@ static py_object *call_torch_cuda(py_object *cuda, const char *name)
 
 /* torch.cuda (borrowed) when the program imported torch and initialized CUDA itself; else NULL
  * and why not. */
-static py_object *torch_cuda_ready(const char **why)
+static py_object *torch_cuda_ready(enum roundtrim_skip *why)
 {
     /* Read only: the program's own modules, never an import. */
     py_object *torch = roundtrim_py_sys_module("torch");
     py_object *cuda = torch ? roundtrim_py_sys_module("torch.cuda") : NULL;
-    *why = "no_torch";
+    *why = RT_SKIP_no_torch;
     if (!cuda)
         return NULL;
     /* is_initialized() never initializes CUDA, and is false in a child forked after CUDA
@@ -107,16 +107,16 @@ static py_object *torch_cuda_ready(const char **why)
         P.DecRef(init);
     if (on != 1) {
         P.Err_Clear();
-        *why = on == 0 ? "cuda_not_initialized" : "failed";
+        *why = on == 0 ? RT_SKIP_cuda_not_initialized : RT_SKIP_failed;
         return NULL;
     }
-    *why = NULL;
+    *why = RT_SKIP_NONE;
     return cuda;
 }
 
-static const char *torch_job_run(struct roundtrim_py_result *out)
+static enum roundtrim_skip torch_job_run(struct roundtrim_py_result *out)
 {
-    const char *why;
+    enum roundtrim_skip why;
     py_object *cuda = torch_cuda_ready(&why);
     if (!cuda)
         return why;
@@ -125,7 +125,7 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
      * GIL since the worker checked. PyTorch's own is_current_stream_capturing() sees only its
      * current stream; the driver hooks count every capture in the process. */
     if (roundtrim_cuda_capture_active())
-        return "cuda_capture";
+        return RT_SKIP_cuda_capture;
     /* This helper thread has no current context: the runtime would create one on device 0. One
      * call releases every device's cache (the native allocator walks all of them; the
      * cudaMallocAsync one switches devices itself), so one device of the program's suffices. */
@@ -139,25 +139,25 @@ static const char *torch_job_run(struct roundtrim_py_result *out)
     roundtrim_cuda_context_leave(&scope);
     if (!r) {
         P.Err_Clear();
-        return "failed";
+        return RT_SKIP_failed;
     }
     P.DecRef(r);
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
-static const char *absent(void);
+static enum roundtrim_skip absent(void);
 
 /* The caching allocator's figures: count = allocated (tensors alive), bytes = reserved. Counters
  * of PyTorch's own, read without a device call; only where the program initialized CUDA. */
-static const char *torch_memory_job_run(struct roundtrim_py_result *out)
+static enum roundtrim_skip torch_memory_job_run(struct roundtrim_py_result *out)
 {
-    const char *why;
+    enum roundtrim_skip why;
     py_object *cuda = torch_cuda_ready(&why);
     if (!cuda)
         return why;
     if (!roundtrim_py_call_bytes(cuda, "memory_allocated", &out->count) ||
         !roundtrim_py_call_bytes(cuda, "memory_reserved", &out->bytes))
-        return "failed";
+        return RT_SKIP_failed;
     /* The cudaMallocAsync backend's reserve is the driver's default pool, which the pool
      * readings count already: PyTorch then keeps no cache of its own. */
     py_object *backend = call_torch_cuda(cuda, "get_allocator_backend");
@@ -167,33 +167,36 @@ static const char *torch_memory_job_run(struct roundtrim_py_result *out)
     if (backend)
         P.DecRef(backend);
     P.Err_Clear();
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
-const char *roundtrim_python_torch_news(const char *why)
+enum roundtrim_skip roundtrim_python_torch_news(enum roundtrim_skip why)
 {
-    static const char *const routine[] = {"no_python", "no_interpreter", "no_torch",
-                                          "cuda_not_initialized"};
-    for (size_t i = 0; why && i < sizeof routine / sizeof routine[0]; i++)
-        if (strcmp(why, routine[i]) == 0)
-            return NULL;
-    return why;
+    switch (why) {
+    case RT_SKIP_no_python:
+    case RT_SKIP_no_interpreter:
+    case RT_SKIP_no_torch:
+    case RT_SKIP_cuda_not_initialized:
+        return RT_SKIP_NONE;
+    default:
+        return why;
+    }
 }
 
-const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved)
+enum roundtrim_skip roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved)
 {
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return absent();
     /* A reading, not a cleanup: the round's record waits for it only briefly when the program
      * holds the GIL in C code ("gil_timeout": device_cached is then said unknown). */
-    const char *why =
+    enum roundtrim_skip why =
         roundtrim_py_with_gil(torch_memory_job_run, &res, TORCH_MEMORY_GIL_WAIT_MS, job_wait_ms());
     if (why)
         return why;
     *allocated = res.count;
     *reserved = res.bytes;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 bool roundtrim_python_loaded(void)
@@ -237,32 +240,32 @@ void roundtrim_python_finalize_end(void)
         roundtrim_py_gil_interpreter_ended();
 }
 
-static const char *absent(void)
+static enum roundtrim_skip absent(void)
 {
     if (!roundtrim_python_loaded())
-        return "no_python";
+        return RT_SKIP_no_python;
     /* No interpreter runs now: one that finalized unseen by roundtrim_python_finalize_end (a
      * Py_Main or Py_RunMain of an embedder) is gone, and the next one gets jobs again. */
     roundtrim_py_gil_interpreter_ended();
-    return "no_interpreter";
+    return RT_SKIP_no_interpreter;
 }
 
 static uint64_t gc_small_freed; /* the last collection's, in bytes */
 
-const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us)
+enum roundtrim_skip roundtrim_python_gc(uint64_t *collected, uint64_t *us)
 {
     gc_small_freed = 0;
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return absent();
-    const char *why =
+    enum roundtrim_skip why =
         roundtrim_py_with_gil(gc_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
     if (why)
         return why;
     *collected = res.count;
     *us = res.us;
     gc_small_freed = res.bytes;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 uint64_t roundtrim_python_gc_small_freed(void)
@@ -270,20 +273,20 @@ uint64_t roundtrim_python_gc_small_freed(void)
     return gc_small_freed;
 }
 
-const char *roundtrim_python_torch_empty_cache(uint64_t *us)
+enum roundtrim_skip roundtrim_python_torch_empty_cache(uint64_t *us)
 {
     struct roundtrim_py_result res;
     if (!roundtrim_python_present())
         return absent();
     /* Not even queued during a capture: no wait for the GIL for nothing. */
     if (roundtrim_cuda_capture_active())
-        return "cuda_capture";
-    const char *why =
+        return RT_SKIP_cuda_capture;
+    enum roundtrim_skip why =
         roundtrim_py_with_gil(torch_job_run, &res, ROUNDTRIM_PY_GIL_WAIT_MS, job_wait_ms());
     if (why)
         return why;
     *us = res.us;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 bool roundtrim_python_init(const char *hook_spec)

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* Called once at start with ROUNDTRIM_PY_HOOK (or NULL): installs the round hooks when the
  * process runs CPython. True when it does. */
 bool roundtrim_python_init(const char *hook_spec);
@@ -32,25 +34,27 @@ void roundtrim_python_exec(bool begun);
 /* True when the process runs an initialized CPython interpreter. */
 bool roundtrim_python_present(void);
 
-/* Full gc.collect(). Returns NULL when it ran, else why not ("no_python", "no_interpreter", or
- * one of roundtrim_py_with_gil's reasons). */
-const char *roundtrim_python_gc(uint64_t *collected, uint64_t *us);
+/* Full gc.collect(). Returns RT_SKIP_NONE when it ran, else why not (no_python,
+ * no_interpreter, or one of roundtrim_py_with_gil's reasons). */
+enum roundtrim_skip roundtrim_python_gc(uint64_t *collected, uint64_t *us);
 
 /* What the last roundtrim_python_gc freed in small objects (pymalloc blocks), in bytes: 0 when
  * the interpreter does not say how many blocks are allocated. */
 uint64_t roundtrim_python_gc_small_freed(void);
 
 /* torch.cuda.empty_cache(), only when the program imported torch and initialized CUDA itself.
- * Returns NULL when it ran, else why not (as roundtrim_python_gc, or "no_torch",
- * "cuda_not_initialized", "cuda_capture"). */
-const char *roundtrim_python_torch_empty_cache(uint64_t *us);
+ * Returns RT_SKIP_NONE when it ran, else why not (as roundtrim_python_gc, or no_torch,
+ * cuda_not_initialized, cuda_capture). */
+enum roundtrim_skip roundtrim_python_torch_empty_cache(uint64_t *us);
 
-/* A torch step's reason to skip when that is news, else NULL: not in processes without Python or
- * torch, or whose torch never initialised CUDA (the common case, said every round otherwise). */
-const char *roundtrim_python_torch_news(const char *why);
+/* A torch step's reason to skip when that is news, else RT_SKIP_NONE: not in processes without
+ * Python or torch, or whose torch never initialised CUDA (the common case, said every round
+ * otherwise). */
+enum roundtrim_skip roundtrim_python_torch_news(enum roundtrim_skip why);
 
 /* torch.cuda.memory_allocated() and memory_reserved(), only when the program imported torch and
- * initialized CUDA itself. NULL when read, else why not (as roundtrim_python_torch_empty_cache). */
-const char *roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved);
+ * initialized CUDA itself. RT_SKIP_NONE when read, else why not (as
+ * roundtrim_python_torch_empty_cache). */
+enum roundtrim_skip roundtrim_python_torch_memory(uint64_t *allocated, uint64_t *reserved);
 
 #endif

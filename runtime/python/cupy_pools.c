@@ -25,11 +25,11 @@ bool roundtrim_python_cupy_seen(void)
 /* The program's cupy (borrowed), in the program's CUDA context; NULL and why not. The pools are
  * per device: entering the context of the device the program uses makes it the helper thread's
  * current device, as CuPy's calls expect, without creating a context anywhere. */
-static py_object *cupy_entered(struct roundtrim_cuda_scope *scope, const char **why)
+static py_object *cupy_entered(struct roundtrim_cuda_scope *scope, enum roundtrim_skip *why)
 {
     py_object *cupy = roundtrim_py_sys_module("cupy");
     if (!cupy) {
-        *why = "no_cupy";
+        *why = RT_SKIP_no_cupy;
         return NULL;
     }
     __atomic_store_n(&seen, true, __ATOMIC_RELAXED);
@@ -37,10 +37,10 @@ static py_object *cupy_entered(struct roundtrim_cuda_scope *scope, const char **
     return *why ? NULL : cupy;
 }
 
-static const char *cached_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip cached_job(struct roundtrim_py_result *out)
 {
     struct roundtrim_cuda_scope scope;
-    const char *why;
+    enum roundtrim_skip why;
     py_object *cupy = cupy_entered(&scope, &why);
     if (!cupy)
         return why;
@@ -50,15 +50,15 @@ static const char *cached_job(struct roundtrim_py_result *out)
         P.DecRef(pool);
     roundtrim_cuda_context_leave(&scope);
     P.Err_Clear();
-    return ok ? NULL : "failed";
+    return ok ? RT_SKIP_NONE : RT_SKIP_failed;
 }
 
-static const char *free_blocks_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip free_blocks_job(struct roundtrim_py_result *out)
 {
     if (roundtrim_cuda_capture_active())
-        return "cuda_capture"; /* freeing blocks may synchronize: a capture would be broken */
+        return RT_SKIP_cuda_capture; /* freeing blocks may synchronize: a capture would be broken */
     struct roundtrim_cuda_scope scope;
-    const char *why;
+    enum roundtrim_skip why;
     py_object *cupy = cupy_entered(&scope, &why);
     if (!cupy)
         return why;
@@ -78,43 +78,48 @@ static const char *free_blocks_job(struct roundtrim_py_result *out)
     out->us = roundtrim_now_us() - t0;
     roundtrim_cuda_context_leave(&scope);
     P.Err_Clear();
-    return ok ? NULL : "failed";
+    return ok ? RT_SKIP_NONE : RT_SKIP_failed;
 }
 
-static const char *run(roundtrim_py_job job, struct roundtrim_py_result *res, unsigned gil_wait_ms)
+static enum roundtrim_skip run(roundtrim_py_job job, struct roundtrim_py_result *res,
+                               unsigned gil_wait_ms)
 {
     if (!roundtrim_python_present())
-        return roundtrim_python_loaded() ? "no_interpreter" : "no_python";
+        return roundtrim_python_loaded() ? RT_SKIP_no_interpreter : RT_SKIP_no_python;
     return roundtrim_py_with_gil(job, res, gil_wait_ms,
                                  (unsigned)roundtrim_config()->py_job_wait_ms);
 }
 
-const char *roundtrim_python_cupy_cached(uint64_t *cached)
+enum roundtrim_skip roundtrim_python_cupy_cached(uint64_t *cached)
 {
     struct roundtrim_py_result res;
-    const char *why = run(cached_job, &res, CUPY_READ_GIL_WAIT_MS);
+    enum roundtrim_skip why = run(cached_job, &res, CUPY_READ_GIL_WAIT_MS);
     if (!why)
         *cached = res.bytes;
     return why;
 }
 
-const char *roundtrim_python_cupy_free_blocks(uint64_t *us)
+enum roundtrim_skip roundtrim_python_cupy_free_blocks(uint64_t *us)
 {
     if (roundtrim_cuda_capture_active())
-        return "cuda_capture";
+        return RT_SKIP_cuda_capture;
     struct roundtrim_py_result res;
-    const char *why = run(free_blocks_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS);
+    enum roundtrim_skip why = run(free_blocks_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS);
     if (!why)
         *us = res.us;
     return why;
 }
 
-const char *roundtrim_python_cupy_news(const char *why)
+enum roundtrim_skip roundtrim_python_cupy_news(enum roundtrim_skip why)
 {
-    static const char *const routine[] = {"no_python", "no_interpreter", "no_cupy",
-                                          "cuda_no_device", "cuda_no_context"};
-    for (size_t i = 0; why && i < sizeof routine / sizeof routine[0]; i++)
-        if (strcmp(why, routine[i]) == 0)
-            return NULL;
-    return why;
+    switch (why) {
+    case RT_SKIP_no_python:
+    case RT_SKIP_no_interpreter:
+    case RT_SKIP_no_cupy:
+    case RT_SKIP_no_device:
+    case RT_SKIP_no_context:
+        return RT_SKIP_NONE;
+    default:
+        return why;
+    }
 }

@@ -8,20 +8,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The device pool's cached bytes (held from the driver, not used by an array) on the program's
- * current device. NULL when read; else why not: "no_python", "no_interpreter", "no_cupy" (the
- * routine reasons), a CUDA context reason ("cuda_no_device": the program has used no device
- * memory), "gil_timeout", "failed". */
-const char *roundtrim_python_cupy_cached(uint64_t *cached);
+#include "policy/skip_reason.h"
 
-/* free_all_blocks() on the device pool and the pinned pool; *us is how long it took. NULL when it
- * ran, else why not (as above, and "cuda_capture" during a graph capture). */
-const char *roundtrim_python_cupy_free_blocks(uint64_t *us);
+/* The device pool's cached bytes (held from the driver, not used by an array) on the program's
+ * current device. RT_SKIP_NONE when read; else why not: no_python, no_interpreter, no_cupy (the
+ * routine reasons), a CUDA context reason (no_device: the program has used no device memory),
+ * gil_timeout, failed. */
+enum roundtrim_skip roundtrim_python_cupy_cached(uint64_t *cached);
+
+/* free_all_blocks() on the device pool and the pinned pool; *us is how long it took.
+ * RT_SKIP_NONE when it ran, else why not (as above, and cuda_capture during a graph capture). */
+enum roundtrim_skip roundtrim_python_cupy_free_blocks(uint64_t *us);
 
 /* Whether a reading found that the program imported CuPy (a skipped release is then said). */
 bool roundtrim_python_cupy_seen(void);
 
-/* A CuPy reason worth recording: NULL for the routine ones (no Python, no CuPy, no device use). */
-const char *roundtrim_python_cupy_news(const char *why);
+/* A CuPy reason worth recording: RT_SKIP_NONE for the routine ones (no Python, no CuPy, no device
+ * use). */
+enum roundtrim_skip roundtrim_python_cupy_news(enum roundtrim_skip why);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/core/hash.h"
 
 /* Where the fields the stack walk reads sit in one CPython minor version (x86-64 and other LP64
@@ -117,8 +118,8 @@ static struct {
     const void *code_type;
     const void *str_type;
 } fr;
-static const char *why_not = "not_python";
-static bool ready; /* fr is filled in; published with release order */
+static const char *why_not; /* NULL before any interpreter was found: no_python */
+static bool ready;          /* fr is filled in; published with release order */
 
 static const void *load_ptr(const void *base, size_t off)
 {
@@ -190,7 +191,7 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
     if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return;
     if (!api->GetVersion) {
-        why_not = "not_python";
+        why_not = roundtrim_skip_name(RT_SKIP_no_python);
         return;
     }
     const struct frames_layout *l = layout_for(api->major, api->minor);
@@ -236,7 +237,9 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
 
 const char *roundtrim_python_frames_unavailable(void)
 {
-    return __atomic_load_n(&ready, __ATOMIC_ACQUIRE) ? NULL : why_not;
+    if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+        return NULL;
+    return why_not ? why_not : roundtrim_skip_name(RT_SKIP_no_python);
 }
 
 static const void *current_frame(const struct frames_layout *l, const void *tstate)

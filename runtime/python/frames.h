@@ -23,7 +23,7 @@ struct roundtrim_py_frame {
  * whenever the Python API is found. */
 void roundtrim_python_frames_init(const struct roundtrim_py_api *api);
 
-/* NULL when stacks can be read in this process, else why not: "not_python" (no interpreter
+/* NULL when stacks can be read in this process, else why not: "no_python" (no interpreter
  * found), "python_version" (a version whose layout is not known), "free_threaded" (a build
  * without the GIL), "python_layout" (the interpreter's objects are not laid out as its version's
  * are: a debug build with traced references, a changed patch release). */

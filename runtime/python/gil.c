@@ -27,7 +27,7 @@ static bool helper_started;
 static enum req_state state = IDLE;
 static roundtrim_py_job cur_job;
 static struct roundtrim_py_result result; /* the running job's; read by the caller on DONE */
-static const char *cur_why;
+static enum roundtrim_skip cur_why;
 static bool exiting; /* the process is ending: no job starts any more */
 /* The interpreter is about to finalize (its threading shutdown, or an embedder's Py_FinalizeEx):
  * no job starts until it is gone. Cleared once it is: an embedder may start another one. */
@@ -160,7 +160,7 @@ static void helper_ended_in_ensure(void *unused)
     (void)unused;
     pthread_mutex_lock(&lock);
     helper_started = false;
-    cur_why = "finalizing";
+    cur_why = RT_SKIP_finalizing;
     state = state == ABANDONED ? IDLE : DONE;
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
@@ -196,7 +196,7 @@ static void serve_one(void)
 {
     int gs = 0;
     if (!take_gil(&gs)) {
-        cur_why = exiting ? "exiting" : "finalizing";
+        cur_why = exiting ? RT_SKIP_exiting : RT_SKIP_finalizing;
         state = state == ABANDONED ? IDLE : DONE;
         pthread_cond_broadcast(&to_caller);
         return;
@@ -213,12 +213,14 @@ static void serve_one(void)
     result = (struct roundtrim_py_result){0, 0, 0};
     /* Read under the lock, after the GIL was taken: one who set them and waits for the job to
      * be out holds the GIL no more. */
-    const char *why = exiting ? "exiting" : interp_ending ? "finalizing" : NULL;
+    enum roundtrim_skip why = exiting         ? RT_SKIP_exiting
+                              : interp_ending ? RT_SKIP_finalizing
+                                              : RT_SKIP_NONE;
     pthread_cond_broadcast(&to_caller);
     pthread_mutex_unlock(&lock);
     /* Checked again under the GIL: finalization may have begun while we waited. */
     if (!why && !roundtrim_py_running())
-        why = "finalizing";
+        why = RT_SKIP_finalizing;
     if (!why) {
         add_shutdown_hook();
         uint64_t cpu0 = roundtrim_thread_cpu_us();
@@ -292,52 +294,52 @@ static bool wait_leave_started(unsigned ms)
     return true;
 }
 
-const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
-                                  unsigned gil_wait_ms, unsigned run_wait_ms)
+enum roundtrim_skip roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                                          unsigned gil_wait_ms, unsigned run_wait_ms)
 {
     if (!roundtrim_py.found)
-        return "no_python";
+        return RT_SKIP_no_python;
     if (!roundtrim_py.IsInitialized()) {
         roundtrim_py_gil_interpreter_ended(); /* the next interpreter gets jobs again */
-        return "no_interpreter";
+        return RT_SKIP_no_interpreter;
     }
     if (!roundtrim_py_running()) {
-        return "finalizing";
+        return RT_SKIP_finalizing;
     }
     /* A caller holding the GIL (a destructor run from Python's own thread) would wait for
      * itself. */
     if (roundtrim_py_caller_holds_gil()) {
-        return "caller_holds_gil";
+        return RT_SKIP_caller_holds_gil;
     }
     pthread_mutex_lock(&lock);
     if (exiting || interp_ending || exec_begun) {
         pthread_mutex_unlock(&lock);
-        return exiting ? "exiting" : interp_ending ? "finalizing" : "exec";
+        return exiting ? RT_SKIP_exiting : interp_ending ? RT_SKIP_finalizing : RT_SKIP_exec;
     }
     if (state != IDLE) {
         pthread_mutex_unlock(&lock);
-        return "busy";
+        return RT_SKIP_busy;
     }
     if (!start_helper()) {
         pthread_mutex_unlock(&lock);
-        return "thread_failed";
+        return RT_SKIP_thread_failed;
     }
     cur_job = job;
-    cur_why = NULL;
+    cur_why = RT_SKIP_NONE;
     state = QUEUED;
     pthread_cond_signal(&to_helper);
-    const char *why = NULL;
+    enum roundtrim_skip why = RT_SKIP_NONE;
     /* A job not yet started is given up when the process exits: the exiting thread may hold
      * the GIL for good (os._exit). One that runs is waited for as usual. */
     if (!wait_leave(QUEUED, gil_wait_ms, true)) {
         state = ABANDONED;
-        why = exiting         ? "exiting"
-              : interp_ending ? "finalizing"
-              : exec_begun    ? "exec"
-                              : "gil_timeout";
+        why = exiting         ? RT_SKIP_exiting
+              : interp_ending ? RT_SKIP_finalizing
+              : exec_begun    ? RT_SKIP_exec
+                              : RT_SKIP_gil_timeout;
     } else if (!wait_leave(HAS_GIL, run_wait_ms, false)) {
         state = RUNNING_ORPHAN;
-        why = "job_timeout";
+        why = RT_SKIP_job_timeout;
     } else {
         /* DONE: the helper has finished writing `result` (it set DONE under this lock). */
         why = cur_why;

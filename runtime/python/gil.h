@@ -14,38 +14,39 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* What a job reports. The job writes into storage that gil.c owns, never the caller's:
  * a job may outlive the caller's wait (and the caller's stack frame). */
 struct roundtrim_py_result {
     uint64_t count, us, bytes;
 };
 
-/* Runs with the GIL held, in the main interpreter; fills *out (zeroed beforehand). Returns NULL
- * when it did its job, or a stable name saying why not. */
-typedef const char *(*roundtrim_py_job)(struct roundtrim_py_result *out);
+/* Runs with the GIL held, in the main interpreter; fills *out (zeroed beforehand). Returns
+ * RT_SKIP_NONE when it did its job, or why not. */
+typedef enum roundtrim_skip (*roundtrim_py_job)(struct roundtrim_py_result *out);
 
 /* How long a cleanup waits for the GIL (the main thread may sit in C code that keeps it); past
- * it the step is skipped for this round ("gil_timeout"). */
+ * it the step is skipped for this round (gil_timeout). */
 #define ROUNDTRIM_PY_GIL_WAIT_MS 2000
 
 /* Runs job on the helper thread holding the GIL. Waits at most gil_wait_ms for the GIL and then
- * at most run_wait_ms for the job. Returns NULL, with the job's results copied to *out, when it
- * ran in time and succeeded; else why not (stable names): "no_python", "no_interpreter",
- * "finalizing",
- * "caller_holds_gil", "exiting", "exec", "busy", "thread_failed", "gil_timeout", "job_timeout",
- * or the job's own. A job abandoned before
- * it got the GIL never runs; one still running past run_wait_ms finishes on its own, its results
- * are dropped, and every call is refused ("busy") until it has ended. */
-const char *roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
-                                  unsigned gil_wait_ms, unsigned run_wait_ms);
+ * at most run_wait_ms for the job. Returns RT_SKIP_NONE, with the job's results copied to *out,
+ * when it ran in time and succeeded; else why not: no_python, no_interpreter, finalizing,
+ * caller_holds_gil, exiting, exec, busy, thread_failed, gil_timeout, job_timeout, or the job's
+ * own. A job abandoned before it got the GIL never runs; one still running past run_wait_ms
+ * finishes on its own, its results are dropped, and every call is refused (busy) until it has
+ * ended. */
+enum roundtrim_skip roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim_py_result *out,
+                                          unsigned gil_wait_ms, unsigned run_wait_ms);
 
 /* The process is ending: a caller waiting for the GIL or for its job gives up at once
- * ("exiting"), and no job starts any more. */
+ * (exiting), and no job starts any more. */
 void roundtrim_py_gil_exiting(void);
 
 /* The interpreter is about to finalize: called on the thread that finalizes it, holding the GIL
  * (threading's shutdown callbacks, an embedder's Py_FinalizeEx). No job starts in it any more
- * ("finalizing"), and a job queued, waiting for the GIL or running is waited for (10 s at most),
+ * (finalizing), and a job queued, waiting for the GIL or running is waited for (10 s at most),
  * the GIL released meanwhile: no helper may still wait for the GIL once finalization begins. */
 void roundtrim_py_gil_interpreter_ending(void);
 

@@ -155,12 +155,12 @@ static void own_end(struct own_work *w, struct roundtrim_py_result *out)
     roundtrim_counting_resume(w->counting);
 }
 
-static const char *prepare_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip prepare_job(struct roundtrim_py_result *out)
 {
     struct own_work w;
     own_begin(&w);
     own_end(&w, out);
-    return made_failed ? "search_failed" : NULL;
+    return made_failed ? RT_SKIP_failed : RT_SKIP_NONE;
 }
 
 bool roundtrim_python_holders_prepare(void)
@@ -174,20 +174,20 @@ bool roundtrim_python_holders_prepare(void)
     return step_fn || made_failed;
 }
 
-static const char *step_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip step_job(struct roundtrim_py_result *out)
 {
     struct own_work w;
     own_begin(&w);
-    const char *why = NULL;
+    enum roundtrim_skip why = RT_SKIP_NONE;
     walk_ended = false;
     if (!step_fn) {
-        why = "search_failed";
+        why = RT_SKIP_failed;
     } else {
         py_object *rnd = P.Long_FromLong((long)job_round);
         py_object *max = P.Long_FromLong((long)job_objects);
         py_object *r = rnd && max ? P.Object_CallFunctionObjArgs(step_fn, rnd, max, NULL) : NULL;
         if (!r)
-            why = "search_failed";
+            why = RT_SKIP_failed;
         else if (r != P.None) {
             walk_ended = true;
             read_result(r);

@@ -57,12 +57,12 @@ static long full_collections_all(long *all, long *found)
     return count;
 }
 
-static const char *read_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip read_job(struct roundtrim_py_result *out)
 {
     long all = -1, found = 0;
     long n = full_collections_all(&all, &found);
     if (n < 0)
-        return "no_gc_module";
+        return RT_SKIP_no_gc_module;
     out->count = (uint64_t)n;
     out->us = all < 0 ? UINT64_MAX : (uint64_t)all;
     out->bytes = found < 0 ? 0 : (uint64_t)found;
@@ -77,7 +77,7 @@ static const char *read_job(struct roundtrim_py_result *out)
             found_seen = found;
         }
     }
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 /* The interpreter whose statistics seen and the others hold (roundtrim_py_gil_generation). */
@@ -96,12 +96,12 @@ static void forget_older_interpreter(void)
     baseline_taken = false;
 }
 
-bool roundtrim_python_program_collected(const char **unreachable)
+bool roundtrim_python_program_collected(enum roundtrim_skip *unreachable)
 {
     struct roundtrim_py_result res;
-    *unreachable = NULL;
+    *unreachable = RT_SKIP_NONE;
     forget_older_interpreter();
-    const char *why =
+    enum roundtrim_skip why =
         roundtrim_py_with_gil(read_job, &res, ROUNDTRIM_PY_GIL_WAIT_MS, ROUNDTRIM_PY_GIL_WAIT_MS);
     if (!why) {
         latest = (long)res.count;
@@ -110,7 +110,7 @@ bool roundtrim_python_program_collected(const char **unreachable)
         return latest > seen;
     }
     latest = all_latest = -1;
-    if (strcmp(why, "no_gc_module") != 0)
+    if (why != RT_SKIP_no_gc_module)
         *unreachable = why;
     return false;
 }
@@ -138,9 +138,9 @@ void roundtrim_python_gc_baseline(void)
     }
 }
 
-void roundtrim_python_gc_mark(bool ran, const char *skipped, uint64_t collected)
+void roundtrim_python_gc_mark(bool ran, enum roundtrim_skip skipped, uint64_t collected)
 {
-    bool ours = ran || (skipped && strcmp(skipped, "job_timeout") == 0);
+    bool ours = ran || skipped == RT_SKIP_job_timeout;
     /* Our own collection is no evidence of the program's garbage: it is counted into the
      * starting point (one a job still running adds is seen as the program's once). Without a
      * fresh reading (a pressure cleanup reads none), ours is added to the last one. */

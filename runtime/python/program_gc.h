@@ -8,12 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* True when a full collection ran since the last call of roundtrim_python_gc_mark(). Takes the
  * GIL on roundtrim's helper thread (worker only). False when it cannot tell: the program never
  * imported gc (then it never called gc.collect() either), or the interpreter could not be reached,
  * and then *unreachable says why (gil_timeout, busy, exiting, ...): the gc step would meet the
  * same obstacle, and skips for that reason instead of waiting again. */
-bool roundtrim_python_program_collected(const char **unreachable);
+bool roundtrim_python_program_collected(enum roundtrim_skip *unreachable);
 
 /* Takes the starting point, once, with the GIL held (when the first round hook attaches, else at
  * the first reading): full collections while the program was still importing its modules are not
@@ -27,8 +29,8 @@ void roundtrim_python_gc_baseline(void);
 bool roundtrim_python_gc_evidence(uint64_t *collected);
 
 /* After the cleanup's gc step: what ran is no longer news. ran: our own collection ran, finding
- * collected objects; skipped: why it did not ("job_timeout": it runs on, and counts as ours when
+ * collected objects; skipped: why it did not (job_timeout: it runs on, and counts as ours when
  * it ends). */
-void roundtrim_python_gc_mark(bool ran, const char *skipped, uint64_t collected);
+void roundtrim_python_gc_mark(bool ran, enum roundtrim_skip skipped, uint64_t collected);
 
 #endif

@@ -118,7 +118,7 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
     /* The policy reads the interpreter's own collections first: what the program already did
      * since the last cleanup is not done twice, and what they found tells whether cycles are
      * being made. The fixed period collects whatever it will find. */
-    const char *unreachable = NULL;
+    enum roundtrim_skip unreachable = RT_SKIP_NONE;
     bool collected = false;
     if (set->adaptive && !in->pressure) {
         collected = roundtrim_python_program_collected(&unreachable);
@@ -126,7 +126,7 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
     }
     roundtrim_policy_decide(&policy, set, in, plan);
     if (collected) {
-        r->gc_skipped = "program_gc";
+        r->gc_skipped = RT_SKIP_program_gc;
     } else if (unreachable) {
         r->gc_skipped = unreachable;
     } else if (!plan->run[RT_CLEAN_GC]) {
@@ -149,15 +149,16 @@ static uint64_t run_gc(struct roundtrim_round_record *r,
     return heap_freed;
 }
 
-/* A trim in holds of the arenas' locks each under the pause limit. NULL when done; else why the
- * arenas could not be walked (nothing was done). */
-static const char *trim_in_holds(struct roundtrim_round_record *r,
-                                 const struct roundtrim_policy_settings *set,
-                                 const struct roundtrim_policy_plan *plan, uint64_t *released)
+/* A trim in holds of the arenas' locks each under the pause limit. RT_SKIP_NONE when done; else
+ * why the arenas could not be walked (nothing was done). */
+static enum roundtrim_skip trim_in_holds(struct roundtrim_round_record *r,
+                                         const struct roundtrim_policy_settings *set,
+                                         const struct roundtrim_policy_plan *plan,
+                                         uint64_t *released)
 {
     uint64_t rss = roundtrim_rss_bytes();
     struct roundtrim_holds_done d;
-    const char *why = roundtrim_trim_in_holds(&policy, set, plan->trim_budget_us,
+    enum roundtrim_skip why = roundtrim_trim_in_holds(&policy, set, plan->trim_budget_us,
                                               roundtrim_round_process_ending, &d);
     if (why)
         return why;
@@ -171,7 +172,7 @@ static const char *trim_in_holds(struct roundtrim_round_record *r,
     r->trim_budget_cut = d.cut;
     if (d.hold_max_us > r->trim_hold_max_us)
         r->trim_hold_max_us = d.hold_max_us;
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_policy_settings *set,
@@ -180,7 +181,7 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
 {
     uint64_t released = 0;
     bool held = false; /* done in holds */
-    const char *unwalked = NULL;
+    enum roundtrim_skip unwalked = RT_SKIP_NONE;
     r->trim_retry = plan->trim_retry;
     if (plan->run[RT_CLEAN_TRIM] && plan->trim_in_holds)
         held = !(unwalked = trim_in_holds(r, set, plan, &released));
@@ -190,7 +191,7 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
          * again. */
         r->trim_skipped = plan->skipped[RT_CLEAN_TRIM] ? plan->skipped[RT_CLEAN_TRIM] : unwalked;
         r->trim_pause_predicted_us = plan->predicted_pause_us;
-        if (strcmp(r->trim_skipped, "pause_limit") == 0)
+        if (r->trim_skipped == RT_SKIP_pause_limit)
             r->trim_held_back_rounds = policy.pause_held ? policy.pause_held : 1;
     } else {
         unsigned done = RT_ACT_TRIM;
@@ -204,7 +205,7 @@ static void run_trim(struct roundtrim_round_record *r, const struct roundtrim_po
         r->actions |= done;
         r->trim_released_bytes = released;
         if (!done)
-            r->trim_skipped = "no_release"; /* an allocator with none (said once on stderr) */
+            r->trim_skipped = RT_SKIP_no_release; /* an allocator with none (said once on stderr) */
         if (!roundtrim_allocator_counts_skipped())
             roundtrim_trim_step_rebase(&steps.base, net_freed_now());
         uint64_t measure = in->heap_free_known ? in->heap_free : 0;
@@ -229,7 +230,7 @@ static void run_device(struct roundtrim_round_record *r, const struct roundtrim_
      * long for the program's queued GPU work without spending any. */
     uint64_t cpu0 = roundtrim_thread_cpu_us() + roundtrim_py_jobs_cpu_us();
     uint64_t device = roundtrim_memory_device_now();
-    const char *why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
+    enum roundtrim_skip why = roundtrim_python_torch_empty_cache(&r->torch_empty_cache_us);
     if (!why) {
         r->actions |= RT_ACT_TORCH_EMPTY_CACHE;
         r->torch_released_bytes = below(device, roundtrim_memory_device_now());
@@ -354,9 +355,9 @@ void roundtrim_cleanup_trim_step_maybe(void)
  * finalized, and exit has a time budget), and the record says so. */
 void roundtrim_cleanup_skipped_at_exit(struct roundtrim_round_record *r)
 {
-    r->cleanup_skipped = "exiting";
+    r->cleanup_skipped = RT_SKIP_exiting;
     if (gc_due_at_exit())
-        r->gc_skipped = "exiting";
+        r->gc_skipped = RT_SKIP_exiting;
 }
 
 void roundtrim_cleanup_round_time(uint64_t round_us)

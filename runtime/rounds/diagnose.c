@@ -35,7 +35,7 @@ static size_t window_size(void)
 #define FILL_REASON(m, v) s->m = (v)
 #define FILL_PARTS(m, v)                                                                           \
     for (int p = 0; p < RT_PART_COUNT; p++) {                                                      \
-        s->known[p] = (v)->part_skipped[p] == NULL;                                                \
+        s->known[p] = (v)->part_skipped[p] == RT_SKIP_NONE;                                        \
         s->m[p] = (v)->value[p];                                                                   \
     }
 #define FILL_HEADROOM(m, v)                                                                        \

@@ -10,7 +10,8 @@
 #include "runtime/python/bridge.h"
 #include "runtime/python/cupy_pools.h"
 
-static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p, const char *why)
+static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p,
+                 enum roundtrim_skip why)
 {
     m->value[p] = 0;
     m->part_skipped[p] = why;
@@ -21,21 +22,22 @@ static void skip(struct roundtrim_memory_parts *m, enum roundtrim_mem_part p, co
 static void read_device(struct roundtrim_memory_parts *m, const struct roundtrim_cuda_round *cuda)
 {
     if (!cuda->present) {
-        skip(m, RT_PART_DEVICE_LIVE, "no_cuda");
-        skip(m, RT_PART_DEVICE_CACHED, "no_cuda");
+        skip(m, RT_PART_DEVICE_LIVE, RT_SKIP_no_cuda);
+        skip(m, RT_PART_DEVICE_CACHED, RT_SKIP_no_cuda);
         return;
     }
     uint64_t pool_cached = 0, allocated = 0, reserved = 0, torch_cached = 0;
-    const char *pools = roundtrim_cuda_pool_cached(&pool_cached);
-    const char *torch = roundtrim_python_torch_memory(&allocated, &reserved);
+    enum roundtrim_skip pools = roundtrim_cuda_pool_cached(&pool_cached);
+    enum roundtrim_skip torch = roundtrim_python_torch_memory(&allocated, &reserved);
     if (!torch && reserved > allocated)
         torch_cached = reserved - allocated;
     /* PyTorch's cache unread where the program uses it (the GIL held too long): the split of
      * device memory between live and cached is unknown, never silently all live. */
-    const char *torch_news = roundtrim_python_torch_news(torch);
+    enum roundtrim_skip torch_news = roundtrim_python_torch_news(torch);
     uint64_t cupy_cached = 0;
-    const char *cupy_news = roundtrim_python_cupy_news(roundtrim_python_cupy_cached(&cupy_cached));
-    const char *unread = torch_news ? torch_news : cupy_news;
+    enum roundtrim_skip cupy_news =
+        roundtrim_python_cupy_news(roundtrim_python_cupy_cached(&cupy_cached));
+    enum roundtrim_skip unread = torch_news ? torch_news : cupy_news;
     if (unread) {
         skip(m, RT_PART_DEVICE_LIVE, unread);
         skip(m, RT_PART_DEVICE_CACHED, unread);
@@ -69,13 +71,14 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
     else
         skip(m, RT_PART_HEAP_FREE, heap.free_skipped);
     uint64_t py = 0;
-    const char *py_why = roundtrim_python_arena_bytes(&py);
+    enum roundtrim_skip py_why = roundtrim_python_arena_bytes(&py);
     if (py_why)
         skip(m, RT_PART_PYTHON, py_why);
     else
         m->value[RT_PART_PYTHON] = py;
     if (!have_status || !st.have_parts) {
-        const char *why = have_status ? "kernel_without_rss_parts" : "status_unreadable";
+        enum roundtrim_skip why =
+            have_status ? RT_SKIP_kernel_without_rss_parts : RT_SKIP_status_unreadable;
         skip(m, RT_PART_OTHER_ANON, why);
         skip(m, RT_PART_FILE, why);
         skip(m, RT_PART_SHMEM, why);
@@ -84,10 +87,10 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
         m->value[RT_PART_SHMEM] = st.shmem;
         /* The rest of the anonymous memory; the parts it is taken from must all be known. A
          * process without Python has no arenas: 0 is then exact. */
-        const char *why = m->part_skipped[RT_PART_HEAP_LIVE]             ? "heap_live_unknown"
-                          : m->part_skipped[RT_PART_HEAP_FREE]           ? "heap_free_unknown"
-                          : (py_why && strcmp(py_why, "no_python") != 0) ? "python_unknown"
-                                                                         : NULL;
+        enum roundtrim_skip why = m->part_skipped[RT_PART_HEAP_LIVE]   ? RT_SKIP_heap_live_unknown
+                                  : m->part_skipped[RT_PART_HEAP_FREE] ? RT_SKIP_heap_free_unknown
+                                  : py_why && py_why != RT_SKIP_no_python ? RT_SKIP_python_unknown
+                                                                          : RT_SKIP_NONE;
         uint64_t known = m->value[RT_PART_HEAP_LIVE] + m->value[RT_PART_HEAP_FREE] + py;
         if (why)
             skip(m, RT_PART_OTHER_ANON, why);

@@ -67,14 +67,14 @@ void roundtrim_round_measure(struct roundtrim_round_record *r,
     /* Read once the program has begun to exit, the memory would be the exit's, not the
      * round's: the interpreter's finalization frees most of it (and begins before exit()). */
     if (roundtrim_round_process_ending())
-        r->memory.skipped = "exiting";
+        r->memory.skipped = RT_SKIP_exiting;
     else {
         uint64_t t0 = roundtrim_now_us();
         roundtrim_memory_parts_read(&r->memory, &s->traffic, &r->cuda);
         r->memory.read_us = roundtrim_now_us() - t0;
         if (roundtrim_round_process_ending()) { /* it began while the parts were read */
             memset(&r->memory, 0, sizeof r->memory);
-            r->memory.skipped = "exiting";
+            r->memory.skipped = RT_SKIP_exiting;
             return;
         }
         r->memory_read = true;

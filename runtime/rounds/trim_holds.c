@@ -37,7 +37,7 @@ bool roundtrim_trim_holds_possible(void)
     return !layout_unknown && roundtrim_arenas_layout_known() &&
            roundtrim_now_us() >= walks_paused_until_us &&
            roundtrim_allocator_kind() == RT_ALLOC_GLIBC &&
-           roundtrim_allocator_counts_skipped() == NULL;
+           roundtrim_allocator_counts_skipped() == RT_SKIP_NONE;
 }
 
 uint64_t roundtrim_trim_call_us(void)
@@ -45,9 +45,9 @@ uint64_t roundtrim_trim_call_us(void)
     return release_cost.call_us_mean;
 }
 
-static void walk_failed(const char *why)
+static void walk_failed(enum roundtrim_skip why)
 {
-    if (strcmp(why, "arena_layout_unknown") == 0) {
+    if (why == RT_SKIP_arena_layout_unknown) {
         layout_unknown = true;
         return;
     }
@@ -60,14 +60,15 @@ static void walk_failed(const char *why)
     walks_paused_until_us = roundtrim_now_us() + walks_pause_us;
 }
 
-const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                                    const struct roundtrim_policy_settings *set, uint64_t budget_us,
-                                    bool (*stop)(void), struct roundtrim_holds_done *out)
+enum roundtrim_skip roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
+                                            const struct roundtrim_policy_settings *set,
+                                            uint64_t budget_us, bool (*stop)(void),
+                                            struct roundtrim_holds_done *out)
 {
     memset(out, 0, sizeof *out);
     if (!roundtrim_trim_holds_possible())
-        return "arena_walk_paused";
-    const char *why = roundtrim_arenas_find(roundtrim_allocator_glibc_code(), &walk);
+        return RT_SKIP_arena_walk_paused;
+    enum roundtrim_skip why = roundtrim_arenas_find(roundtrim_allocator_glibc_code(), &walk);
     if (why) {
         walk_failed(why);
         return why;
@@ -117,5 +118,5 @@ const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
         }
     }
     out->us = roundtrim_now_us() - t0;
-    return NULL;
+    return RT_SKIP_NONE;
 }

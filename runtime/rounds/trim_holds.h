@@ -24,10 +24,11 @@ bool roundtrim_trim_holds_possible(void);
 
 /* Trims the heap in holds; each teaches the policy's rate. Stops early once stop() says so
  * (the process is ending), or once the holds took budget_us (0: no cap; out->cut says so).
- * Returns NULL, or why the arenas could not be walked (a skip reason: nothing was done). */
-const char *roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
-                                    const struct roundtrim_policy_settings *set, uint64_t budget_us,
-                                    bool (*stop)(void), struct roundtrim_holds_done *out);
+ * Returns RT_SKIP_NONE, or why the arenas could not be walked (nothing was done). */
+enum roundtrim_skip roundtrim_trim_in_holds(struct roundtrim_policy_state *st,
+                                            const struct roundtrim_policy_settings *set,
+                                            uint64_t budget_us, bool (*stop)(void),
+                                            struct roundtrim_holds_done *out);
 
 /* The cost of one release call on this host (a running mean, microseconds; 0 before any). */
 uint64_t roundtrim_trim_call_us(void);

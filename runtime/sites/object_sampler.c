@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
 #include "runtime/python/frames.h"
@@ -138,7 +139,7 @@ static bool wrap(const struct py_mem_allocator *under)
 /* Under the GIL, in the main interpreter (the helper thread). Only the allocators CPython
  * names are wrapped: pymalloc, alone or under the debug hooks (-X dev), which forward to it
  * with their own ctx as any wrapper does. */
-static const char *attach_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip attach_job(struct roundtrim_py_result *out)
 {
     (void)out;
     const char *why = NULL;
@@ -153,7 +154,7 @@ static const char *attach_job(struct roundtrim_py_result *out)
         wrap(&under);
     }
     decide(why);
-    return why;
+    return why ? RT_SKIP_failed : RT_SKIP_NONE;
 }
 
 /* Under the GIL: whether the object allocator's calls still reach our newest wrapper. The one on
@@ -162,7 +163,7 @@ static const char *attach_job(struct roundtrim_py_result *out)
  * one it saved before ours), a new wrapper is put on top: the objects sampled before are no
  * longer counted (their frees may have gone past every wrapper), the ones sampled from now on
  * are. Once all wrappers are used, objects are no longer counted: allocator_replaced. */
-static const char *check_job(struct roundtrim_py_result *out)
+static enum roundtrim_skip check_job(struct roundtrim_py_result *out)
 {
     (void)out;
     struct py_mem_allocator top;
@@ -170,7 +171,7 @@ static const char *check_job(struct roundtrim_py_result *out)
     uint32_t n = __atomic_load_n(&wrappers, __ATOMIC_RELAXED);
     if ((top.malloc == obj_malloc && top.ctx == &wrapped[n - 1]) ||
         memcmp(&top, &chain_top, sizeof top) == 0)
-        return NULL;
+        return RT_SKIP_NONE;
     probing = true;
     probe_reached = false;
     void *p = top.malloc(top.ctx, 1);
@@ -179,11 +180,11 @@ static const char *check_job(struct roundtrim_py_result *out)
         top.free(top.ctx, p);
     if (!p || probe_reached) {
         chain_top = top;
-        return NULL;
+        return RT_SKIP_NONE;
     }
     if (!wrap(&top))
         decide("allocator_replaced");
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 void roundtrim_python_objects_attach(void)
@@ -198,7 +199,7 @@ void roundtrim_python_objects_attach(void)
     }
     if (!roundtrim_python_present()) { /* an embedder may start one later */
         if (!roundtrim_python_loaded())
-            __atomic_store_n(&skipped, "not_python", __ATOMIC_RELEASE);
+            __atomic_store_n(&skipped, roundtrim_skip_name(RT_SKIP_no_python), __ATOMIC_RELEASE);
         return;
     }
     const char *why = roundtrim_python_frames_unavailable();

@@ -25,7 +25,7 @@ bool roundtrim_python_object_sample_counts(uint32_t wrapper);
 uint64_t roundtrim_python_objects_since(void);
 
 /* NULL once the object allocator is wrapped, else why not: "not_yet" (no round ended with the
- * interpreter running yet), "not_python", the reason Python frames are not read, "python_api"
+ * interpreter running yet), "no_python", the reason Python frames are not read, "python_api"
  * (the allocator functions are missing), "malloc" (objects come from malloc, whose sampler
  * sees them: PYTHONMALLOC=malloc), "allocator_custom" (another tool's allocator is in place,
  * tracemalloc's for one: wrapping it would be undone by its removal), "allocator_replaced"

@@ -11,6 +11,7 @@ from . import html as roundtrim_html
 from . import sites as roundtrim_sites
 from . import text as roundtrim_text
 from .common import PROG, plural
+from .fields import DIAG_VERDICTS
 from .json_report import print_json
 from .plot import MAX_PANELS, cgroup_on_own_axis, cgroup_ratio, draw
 from .roundlog import Process, log_lines, read_records
@@ -21,15 +22,17 @@ USAGE = """\
 roundtrim report LOG.jsonl [--png OUT.png] [--html OUT.html] [--json] [--pid PID [--round N]]
        roundtrim report --sites LOG.jsonl [--last K] [--native] [--png OUT.png] [--pid PID]"""
 
+# The causes the diagnosis gives, as the help lists them: "leak, ..., unsure or none".
+VERDICTS = ", ".join(c for c in DIAG_VERDICTS if c != "none") + " or none"
+
 DESCRIPTION = """\
-Starts each process with its diagnosis: why its memory grows over its last rounds (leak,
-fragmentation, garbage, cuda_cache, outside_heap or none), then for a Python leak what keeps
-it (the holder) and when the growth uses up the memory left (the forecast), then how fast each
-part of its memory grows, what roundtrim's cleanup recovers per round, and the advice that
-fixes it; for a leak, the allocation sites that grow when sites were sampled
-(ROUNDTRIM_SITES=true). Every figure says the rounds it covers. The process
-writes the diagnosis itself (its "diagnosis" records); a log from a roundtrim whose round
-records have no memory breakdown gets no guess, only a note.
+Starts each process with its diagnosis: why its memory grows over its last rounds
+(VERDICTS), then for a Python leak what keeps it (the holder) and when the growth uses up the
+memory left (the forecast), then how fast each part of its memory grows, what roundtrim's
+cleanup recovers per round, and the advice that fixes it; for a leak, the allocation sites that
+grow when sites were sampled (ROUNDTRIM_SITES=true). Every figure says the rounds it covers.
+The process writes the diagnosis itself (its "diagnosis" records); a log from a roundtrim whose
+round records have no memory breakdown gets no guess, only a note.
 
 Then prints a table of each round recorded in a roundtrim round log (ROUNDTRIM_LOG): the RSS
 before and after the round's cleanup, the round's peak RSS, the live heap, the cgroup's
@@ -73,7 +76,7 @@ native frames of the runtimes under the user's code (CPython, PyTorch, NumPy, th
 runtimes) are folded into one line that names their modules; --native shows them all. A site
 counts where it appears in a round's top lists; it needs 3 such rounds including the last, and
 a growth over the rounds of at least one sampling interval. With --png, draws the live bytes
-of the growing sites (else the largest live ones) per round, one line per site."""
+of the growing sites (else the largest live ones) per round, one line per site.""".replace("(VERDICTS)", f"({VERDICTS})")
 
 EPILOG = """\
 Exit status: 0 on success; 1 when the log cannot be read, holds no record of PID (with

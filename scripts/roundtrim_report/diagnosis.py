@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
+from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -27,15 +27,7 @@ PARTS_MASK_FIELD = 1 + [kind for _, kind, _ in DIAG_INPUT].index("PARTS")
 PYTHON_BIT = 1 << DIAG_PARTS.index("python")
 MAX_SITES = 3
 
-CAUSE_WORDS = {
-    "leak": "a leak: live memory grows",
-    "fragmentation": "fragmentation: freed heap kept resident grows",
-    "garbage": "garbage: gc frees cyclic garbage every round",
-    "cuda_cache": "the CUDA cache: device memory kept by caches grows",
-    "outside_heap": "growth outside the heap",
-    "unsure": "unsure: memory grows, not yet long or clearly enough to tell why",
-    "none": "no growth",
-}
+CAUSE_WORDS = DIAG_CAUSES  # how the report names each cause (policy/diag_causes.def)
 
 REASON = re.compile(r"[a-z_]{1,23}")
 HERE = Path(__file__).resolve().parent
@@ -111,10 +103,8 @@ class Kept:
         return kept.records()
 
 
-# The library's words where sites are sampled, and what the report says instead when none of
-# the sampled sites grows.
-SITES_NAME = ("The sites records name the code that allocates it: roundtrim report --sites LOG "
-              "lists the sites that grow.")
+# What the report says instead of the advice's sentence on sampled sites (the record's
+# advice_sites) when none of the sampled sites grows.
 SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
               "allocations too small or too rare for the sampling interval to catch so far "
               "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")
@@ -305,8 +295,8 @@ def diagnosis_of(proc, resolver):
             d["sites"] = growing_sites(proc, resolver)
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
-                # The records say otherwise than "the sites records name the code".
-                d["advice"] = str(d.get("advice", "")).replace(SITES_NAME, SITES_NONE)
+                # The records say otherwise than the advice's sentence on sampled sites.
+                d["advice"] = advice_without_sampled_sites(d)
         else:
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
@@ -359,6 +349,19 @@ def headline_first(d):
 def window_words(d):
     """The rounds the verdict's figures cover: "rounds 11-20"."""
     return f"rounds {d.get('first_round')}-{d.get('last_round')}"
+
+
+def advice_without_sampled_sites(d):
+    """The advice with its sentence on sampled sites, where the record's advice_sites puts it,
+    replaced by what the sites records show: no site grows. As it is without that sentence (an
+    older library's record says nothing of where it is)."""
+    advice, said = d.get("advice"), d.get("advice_sites")
+    if not isinstance(advice, str) or not isinstance(said, dict) or said.get("said") != "sampled":
+        return advice
+    at, length = said.get("at"), said.get("length")
+    if not _whole(at) or not _whole(length) or at + length > len(advice):
+        return advice
+    return advice[:at] + SITES_NONE + advice[at + length:]
 
 
 FORECAST_SKIPPED = {

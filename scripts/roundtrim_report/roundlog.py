@@ -16,7 +16,7 @@ from array import array
 from . import diagnosis as roundtrim_diagnosis
 from . import text as roundtrim_text
 from .checks import bad_field, is_number
-from .fields import SKIP_FIELDS
+from .fields import SKIP_FIELDS, SKIP_REASON_OLD_WORDS
 
 MAX_WARNINGS = 5  # the notes of skipped lines shown; the others are counted
 
@@ -25,6 +25,15 @@ MAX_WARNINGS = 5  # the notes of skipped lines shown; the others are counted
 NO_WHOLE = 2**64 - 1
 NO_TIME = -1.0
 ABSENT = object()  # a text field the record does not have (null is None)
+
+
+def today_s_words(record):
+    """An older version's word for a skip reason (cuda_no_context) read as today's (no_context),
+    so that an old log and a new one count, explain and diagnose alike."""
+    for key in SKIP_FIELDS:
+        why = record.get(key)
+        if isinstance(why, str) and why in SKIP_REASON_OLD_WORDS:
+            record[key] = SKIP_REASON_OLD_WORDS[why]
 
 
 class Rounds:
@@ -336,6 +345,7 @@ def read_records(lines, path, new_process, only_pid=None, clean=False):
                     if isinstance(settings.get(k), dict)
                     and isinstance(settings[k].get("value"), str)}
         elif event == "round":
+            today_s_words(record)
             allocator = record.get("allocator")
             proc.allocator = sys.intern(allocator) if isinstance(allocator, str) else None
             proc.seen_at(record)

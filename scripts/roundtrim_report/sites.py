@@ -24,6 +24,7 @@ import re
 import sys
 
 from . import text as roundtrim_text
+from .fields import SKIP_REASON_OLD_WORDS
 from .stats import slope
 from .symbols import Resolver
 
@@ -395,7 +396,7 @@ def header_lines(kept, last):
         lines.append(f"  estimates are low: {dropped} samples dropped (live table full), "
                      f"{site_drops} without a site entry")
     skipped = last.get("python_frames_skipped")
-    if isinstance(skipped, str) and skipped != "not_python":
+    if isinstance(skipped, str) and SKIP_REASON_OLD_WORDS.get(skipped, skipped) != "no_python":
         lines.append(f"  Python frames not read: {skipped}")
     lines += objects_lines(kept, last)
     if last.get("native_frames_skipped") == "libunwind_missing":

@@ -22,12 +22,6 @@
 #define MAX_SAMPLES ROUNDTRIM_DIAG_HISTORY
 #define FIELD_MAX   24 /* a reason's length; longer ones are not the library's */
 
-/* Reasons are kept per sample: the diagnosis compares them by content. */
-struct reasons {
-    char text[8][FIELD_MAX];
-    int used;
-};
-
 static bool parse_u64(const char *s, uint64_t *out)
 {
     if (!s || !*s || *s == '-' || *s == '+')
@@ -94,9 +88,15 @@ static bool take_FLAG(char **f, int n, int *at, bool *out)
     return *at < n && parse_flag(f[(*at)++], out);
 }
 
-static bool take_REASON(char **f, int n, int *at, const char **out, struct reasons *r)
+/* A skip reason: "-" for none; a word older versions wrote reads as its reason today, one this
+ * build does not know as none (the diagnosis asks only after reasons it knows). */
+static bool take_REASON(char **f, int n, int *at, enum roundtrim_skip *out)
 {
-    return *at < n && r->used < 8 && parse_reason(f[(*at)++], r->text[r->used++], out);
+    if (*at >= n || strlen(f[*at]) >= FIELD_MAX)
+        return false;
+    const char *s = f[(*at)++];
+    *out = strcmp(s, "-") == 0 ? RT_SKIP_NONE : roundtrim_skip_from_name(s);
+    return true;
 }
 
 static bool take_PARTS(char **f, int n, int *at, struct roundtrim_diag_sample *s)
@@ -133,14 +133,13 @@ static bool take_HEADROOM(char **f, int n, int *at, struct roundtrim_diag_sample
 
 #define TAKE_UINT(m)     take_UINT(f, n, &at, &s->m)
 #define TAKE_FLAG(m)     take_FLAG(f, n, &at, &s->m)
-#define TAKE_REASON(m)   take_REASON(f, n, &at, &s->m, r)
+#define TAKE_REASON(m)   take_REASON(f, n, &at, &s->m)
 #define TAKE_PARTS(m)    take_PARTS(f, n, &at, s)
 #define TAKE_HEADROOM(m) take_HEADROOM(f, n, &at, s)
 
-static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s, struct reasons *r)
+static bool parse_sample(char **f, int n, struct roundtrim_diag_sample *s)
 {
     int at = 1;
-    r->used = 0;
     memset(s, 0, sizeof *s);
     bool ok = true;
 #define RT_DIAG_IN(member, kind, record, value) ok = ok && TAKE_##kind(member);
@@ -156,7 +155,6 @@ int main(int argc, char **argv)
         return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
     }
     static struct roundtrim_diag_sample ring[MAX_SAMPLES];
-    static struct reasons reasons[MAX_SAMPLES];
     struct roundtrim_diag_context ctx = {0};
     char sites_skipped[FIELD_MAX], allocator[FIELD_MAX];
     size_t count = 0;
@@ -174,7 +172,7 @@ int main(int argc, char **argv)
         } else if (strcmp(f[0], "sample") == 0) {
             size_t at = count % MAX_SAMPLES;
             memset(&ring[at], 0, sizeof ring[at]);
-            ok = parse_sample(f, n, &ring[at], &reasons[at]);
+            ok = parse_sample(f, n, &ring[at]);
             count++;
         } else {
             ok = false;

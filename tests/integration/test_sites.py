@@ -68,7 +68,7 @@ def test_a_sites_record_follows_every_round_record(run_shim):
     for r in recs:
         assert r["sample_bytes"] == 65536
         assert r["samples"] > 0 and r["samples_dropped"] == 0 and r["sites_dropped"] == 0
-        assert r["python_frames_skipped"] == "not_python"
+        assert r["python_frames_skipped"] == "no_python"
         for key in ("grown", "round_live", "live"):
             for s in r[key]:
                 assert len(s["site"]) == 16

@@ -41,7 +41,7 @@ static struct roundtrim_policy_plan decide(struct roundtrim_policy_state *st,
     struct roundtrim_policy_plan plan;
     roundtrim_policy_decide(st, set, in, &plan);
     for (int a = 0; a < RT_CLEAN_COUNT; a++)
-        ck_assert(plan.run[a] == (plan.skipped[a] == NULL));
+        ck_assert(plan.run[a] == (plan.skipped[a] == RT_SKIP_NONE));
     return plan;
 }
 
@@ -51,10 +51,11 @@ static const char *action_name(enum roundtrim_clean_action a)
 }
 
 static void ck_skip(const struct roundtrim_policy_plan *p, enum roundtrim_clean_action a,
-                    const char *why)
+                    enum roundtrim_skip why)
 {
-    ck_assert_msg(p->skipped[a] && strcmp(p->skipped[a], why) == 0, "%s: %s, expected %s",
-                  action_name(a), p->skipped[a] ? p->skipped[a] : "runs", why);
+    const char *got = roundtrim_skip_name(p->skipped[a]);
+    ck_assert_msg(p->skipped[a] == why, "%s: %s, expected %s", action_name(a), got ? got : "runs",
+                  roundtrim_skip_name(why));
 }
 
 START_TEST(fixed_period_runs_every_action_whatever_it_gives)
@@ -80,10 +81,10 @@ START_TEST(trim_runs_only_when_the_free_heap_clears_both_thresholds)
     memset(&st, 0, sizeof st);
     struct roundtrim_policy_inputs in = glibc_round(3, 100); /* under 4 MiB */
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_little_to_gain);
     in = glibc_round(8, 1000); /* over 4 MiB, under 1% of 1000 MiB */
     p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_little_to_gain);
     in = glibc_round(12, 1000);
     p = decide(&st, &defaults, &in);
     ck_assert(p.run[RT_CLEAN_TRIM]);
@@ -102,19 +103,19 @@ START_TEST(what_the_gc_just_freed_counts_for_the_trim)
     /* 3 MiB free before the cleanup: not worth a trim by itself... */
     struct roundtrim_policy_inputs in = glibc_round(3, 100);
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_little_to_gain);
     /* ...but the gc then freed 6 MiB more into the heap. */
     roundtrim_policy_after_gc(&st, &defaults, &in, &p, 6 * MIB);
-    ck_assert(p.run[RT_CLEAN_TRIM] && p.skipped[RT_CLEAN_TRIM] == NULL);
+    ck_assert(p.run[RT_CLEAN_TRIM] && p.skipped[RT_CLEAN_TRIM] == RT_SKIP_NONE);
     /* A gc that freed little changes nothing; nor does it undo another reason. */
     p = decide(&st, &defaults, &in);
     roundtrim_policy_after_gc(&st, &defaults, &in, &p, 100 * 1024);
-    ck_skip(&p, RT_CLEAN_TRIM, "little_to_gain");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_little_to_gain);
     /* Worth it now, but the budget is spent: it waits. */
     roundtrim_policy_charge(&st, 10000000);
     p = decide(&st, &defaults, &in);
     roundtrim_policy_after_gc(&st, &defaults, &in, &p, 60 * MIB);
-    ck_skip(&p, RT_CLEAN_TRIM, "budget");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_budget);
 }
 END_TEST
 
@@ -135,7 +136,7 @@ START_TEST(a_trim_that_gives_nothing_twice_backs_off_and_comes_back)
         if (p.run[RT_CLEAN_TRIM])
             ran_at = i;
         else
-            ck_skip(&p, RT_CLEAN_TRIM, "no_yield");
+            ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_no_yield);
     }
     ck_assert_int_eq(ran_at, 4);
     /* Nothing again: the gap doubles to 8. */
@@ -188,7 +189,7 @@ START_TEST(gc_follows_the_garbage_collections_find)
     in.gc_evidence = true;
     in.gc_collected = 0;
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_GC, "no_garbage");
+    ck_skip(&p, RT_CLEAN_GC, RT_SKIP_no_garbage);
     /* They found some: collect. */
     in.gc_collected = 120;
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_GC]);
@@ -212,7 +213,7 @@ START_TEST(gc_backs_off_when_the_garbage_dies_young)
         roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 80000, 0);
     }
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_GC, "no_yield");
+    ck_skip(&p, RT_CLEAN_GC, RT_SKIP_no_yield);
     /* Tried again four cleanup rounds later; finding some brings it back for good. */
     int ran_at = 1;
     while (!decide(&st, &defaults, &in).run[RT_CLEAN_GC])
@@ -234,7 +235,7 @@ START_TEST(gc_without_collections_of_its_own_backs_off_on_ours)
         roundtrim_policy_learn(&st, RT_CLEAN_GC, false, 80000, 0);
     }
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_GC, "no_yield");
+    ck_skip(&p, RT_CLEAN_GC, RT_SKIP_no_yield);
 }
 END_TEST
 
@@ -276,7 +277,7 @@ START_TEST(the_device_release_waits_for_a_cache_worth_it)
     struct roundtrim_policy_inputs in = glibc_round(0, 100);
     in.device_cached = 20 * MIB;
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_DEVICE, "little_to_gain");
+    ck_skip(&p, RT_CLEAN_DEVICE, RT_SKIP_little_to_gain);
     in.device_cached = 300 * MIB;
     ck_assert(decide(&st, &defaults, &in).run[RT_CLEAN_DEVICE]);
     in.device_known = false; /* no PyTorch reading: the period decides */
@@ -300,8 +301,8 @@ START_TEST(the_budget_holds_cleanups_back_until_rounds_earn_it)
         struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
         if (p.run[RT_CLEAN_TRIM])
             break;
-        ck_skip(&p, RT_CLEAN_TRIM, "budget");
-        ck_skip(&p, RT_CLEAN_GC, "budget");
+        ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_budget);
+        ck_skip(&p, RT_CLEAN_GC, RT_SKIP_budget);
         skipped++;
     }
     ck_assert_int_eq(skipped, 2); /* credit -150, -100, -50 ms... runs at 0 */
@@ -347,7 +348,7 @@ START_TEST(a_trim_in_holds_the_budget_cannot_cover_runs_for_what_is_left)
     roundtrim_policy_round_time(&st, &set, 1200000);
     in.trim_holds_possible = false;
     p = decide(&st, &set, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "budget");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_budget);
 }
 END_TEST
 
@@ -365,8 +366,8 @@ START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
     /* 20 ms rounds at 5%: a round earns 1 ms. After one round only the release fits. */
     roundtrim_policy_round_time(&st, &defaults, 20000);
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_GC, "budget");
-    ck_skip(&p, RT_CLEAN_TRIM, "budget");
+    ck_skip(&p, RT_CLEAN_GC, RT_SKIP_budget);
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_budget);
     ck_assert(p.run[RT_CLEAN_DEVICE]);
     roundtrim_policy_charge(&st, 1000);
     /* Four rounds later (4 ms earned): the release and the trim, never the gc. */
@@ -374,14 +375,14 @@ START_TEST(a_cheap_action_runs_while_an_expensive_one_waits_for_the_budget)
         roundtrim_policy_round_time(&st, &defaults, 20000);
     p = decide(&st, &defaults, &in);
     ck_assert(p.run[RT_CLEAN_DEVICE] && p.run[RT_CLEAN_TRIM]);
-    ck_skip(&p, RT_CLEAN_GC, "budget");
+    ck_skip(&p, RT_CLEAN_GC, RT_SKIP_budget);
     /* An action that never ran has no known cost: it waits while overdrawn. */
     struct roundtrim_policy_state fresh;
     memset(&fresh, 0, sizeof fresh);
     roundtrim_policy_charge(&fresh, 100000);
     roundtrim_policy_round_time(&fresh, &defaults, 1000000);
     p = decide(&fresh, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_DEVICE, "budget");
+    ck_skip(&p, RT_CLEAN_DEVICE, RT_SKIP_budget);
 }
 END_TEST
 
@@ -413,7 +414,7 @@ START_TEST(a_trim_over_the_pause_limit_runs_in_holds_on_any_machine)
         for (int round = 0; round < 20; round++) {
             struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
             ck_assert_msg(p.run[RT_CLEAN_TRIM], "machine %u round %d: %s", m, round,
-                          p.skipped[RT_CLEAN_TRIM]);
+                          roundtrim_skip_name(p.skipped[RT_CLEAN_TRIM]));
             /* In holds on every machine: the walk gives pages back in batches, cheaper than
              * malloc_trim's call a chunk, and never holds past the limit. */
             ck_assert(p.trim_in_holds);
@@ -440,7 +441,7 @@ START_TEST(without_holds_a_trim_held_back_is_tried_again_and_its_rate_measured_a
     for (int round = 1; round <= 40 && tries < 3; round++) {
         struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
         if (!p.run[RT_CLEAN_TRIM]) {
-            ck_skip(&p, RT_CLEAN_TRIM, "pause_limit");
+            ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_pause_limit);
             ck_assert_uint_gt(p.predicted_pause_us, defaults.pause_us);
             ck_assert_uint_gt(st.pause_held, 0);
             continue;
@@ -538,7 +539,7 @@ START_TEST(a_trim_predicted_to_hold_the_heap_too_long_waits_where_no_holds_are_p
     ck_assert(p.run[RT_CLEAN_TRIM] && !p.trim_in_holds);
     in = glibc_round(80, 400); /* 160 ms */
     p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "pause_limit");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_pause_limit);
     ck_assert_uint_eq(p.predicted_pause_us, 160000);
     /* Where the arenas can be walked, it runs in holds. */
     in.trim_holds_possible = true;
@@ -571,7 +572,7 @@ START_TEST(a_program_that_trims_itself_leaves_the_trim_nothing_to_do)
     struct roundtrim_policy_inputs in = frag_round(true);
     in.program_trimmed = true;
     struct roundtrim_policy_plan p = decide(&st, &defaults, &in);
-    ck_skip(&p, RT_CLEAN_TRIM, "program_trim");
+    ck_skip(&p, RT_CLEAN_TRIM, RT_SKIP_program_trim);
     ck_assert(!p.trim_in_holds);
     ck_assert_uint_eq(p.predicted_pause_us, 0);
     ck_assert(p.run[RT_CLEAN_GC]);

@@ -1,10 +1,14 @@
 /* Telling the causes of memory growth apart from rounds' breakdowns, and what the advice says. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy/diagnosis.h"
 #include "policy/json_writer.h"
+#include "policy/options.h"
+#include "policy/prom_format.h"
+#include "policy/round_record.h"
 #include "run_suite.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -39,7 +43,7 @@ static size_t make(struct roundtrim_diag_sample *s, size_t n, const struct shape
         s[i].device_released = (uint64_t)sh->device_released;
         /* The interpreter's automatic collections ran and found nothing for ours to do. */
         if (!s[i].gc_ran)
-            s[i].gc_skipped = "no_garbage";
+            s[i].gc_skipped = RT_SKIP_no_garbage;
     }
     return n;
 }
@@ -78,6 +82,11 @@ START_TEST(steady_live_growth_is_a_leak_that_cleanup_cannot_fix)
     ck_assert_ptr_nonnull(strstr(d.advice, "4.0 MiB per round"));
     ck_assert_ptr_nonnull(strstr(d.advice, "No cleanup can free it"));
     ck_assert_ptr_nonnull(strstr(d.advice, "ROUNDTRIM_SITES=true"));
+    /* which sentence on sites, and where: the report finds it there, whatever its words */
+    ck_assert_int_eq(d.sites_advice.said, RT_SITES_SAID_OFF);
+    ck_assert_uint_eq(d.sites_advice.at,
+                      (size_t)(strstr(d.advice, "Set ROUNDTRIM_SITES=true") - d.advice));
+    ck_assert_int_eq(d.advice[d.sites_advice.at + d.sites_advice.length - 1], '.');
     ck_assert_ptr_nonnull(strstr(d.advice, "Held flat by cleanup: gc frees 50.0 MiB a round"));
     /* Persistence: each window of 6 rounds in 10 grew, the first from round 1. */
     ck_assert_int_eq(d.persisted, 5);
@@ -365,7 +374,7 @@ START_TEST(python_growth_without_a_collection_is_not_called_unfixable)
     struct roundtrim_diagnosis d;
     make(s, 10, &sh, true, false);
     for (size_t i = 0; i < 10; i++)
-        s[i].gc_skipped = NULL; /* no collection of any kind ran */
+        s[i].gc_skipped = RT_SKIP_NONE; /* no collection of any kind ran */
     roundtrim_diagnose(s, 10, &off, &d);
     ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
     ck_assert_str_eq(d.decided_by, "uncollected");
@@ -449,7 +458,7 @@ START_TEST(a_trim_that_returns_little_of_the_free_heap_says_it_is_pinned)
     for (size_t i = 0; i < 10; i++) {
         s[i].trim_ran = i % 2 == 0;
         s[i].trim_released = i % 2 == 0 ? (uint64_t)(60 * MIB) : 0;
-        s[i].trim_skipped = i % 2 ? "pause_limit" : NULL;
+        s[i].trim_skipped = i % 2 ? RT_SKIP_pause_limit : RT_SKIP_NONE;
     }
     roundtrim_diagnose(s, 10, &every_round, &d);
     ck_assert(d.findings & RT_FIND_HELD_BACK);
@@ -734,7 +743,7 @@ START_TEST(cleanup_holds_flat_only_what_most_rounds_give_back)
     make(s, 10, &sh, true, false);
     for (size_t i = 0; i < 10; i++) { /* 6 MiB freed in 2 of 10 rounds: 1.2 MiB on average */
         s[i].gc_ran = true;
-        s[i].gc_skipped = NULL;
+        s[i].gc_skipped = RT_SKIP_NONE;
         s[i].gc_freed = i % 5 == 4 ? (uint64_t)(6 * MIB) : 0;
     }
     roundtrim_diagnose(s, 10, &every_round, &d);
@@ -897,6 +906,55 @@ START_TEST(too_few_rounds_say_so)
 }
 END_TEST
 
+/* Whether text names word as a word of its own (not inside another). */
+static bool names_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+        bool start = p == text || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        bool end = !(p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z'));
+        if (start && end)
+            return true;
+    }
+    return false;
+}
+
+/* The texts that list the verdicts (the option's meaning, which the configuration page and
+ * roundtrim env print, and the metric's help) name each cause policy/diag_causes.def says the
+ * diagnosis gives, and none it never gives. */
+START_TEST(the_verdicts_listed_are_the_tables)
+{
+    static const struct {
+        const char *name;
+        bool verdict;
+    } causes[] = {
+#define RT_CAUSE(id, name, verdict, grows, words) {#name, verdict},
+#include "policy/diag_causes.def"
+    };
+    struct roundtrim_round_record r;
+    memset(&r, 0, sizeof r);
+    struct roundtrim_traffic total = {0};
+    static struct roundtrim_diagnosis d;
+    memset(&d, 0, sizeof d);
+    struct roundtrim_prom_input in = {
+        .pid = 1, .role = "client", .process = "p", .last = &r, .total = &total, .diagnosis = &d};
+    static char text[16384];
+    ck_assert(roundtrim_prom_format(&in, text, sizeof text) > 0);
+    const char *help = strstr(text, "# HELP roundtrim_diagnosis ");
+    ck_assert_ptr_nonnull(help);
+    char help_line[512];
+    snprintf(help_line, sizeof help_line, "%.*s", (int)strcspn(help, "\n"), help);
+    const char *option = roundtrim_options[RT_OPT_DIAG_ROUNDS].meaning;
+    for (size_t c = 0; c < sizeof causes / sizeof causes[0]; c++) {
+        ck_assert_str_eq(roundtrim_cause_name((enum roundtrim_cause)c), causes[c].name);
+        ck_assert_msg(names_word(option, causes[c].name) == causes[c].verdict,
+                      "ROUNDTRIM_DIAG_ROUNDS's meaning and %s", causes[c].name);
+        ck_assert_msg(names_word(help_line, causes[c].name) == causes[c].verdict, "%s and %s",
+                      help_line, causes[c].name);
+    }
+}
+END_TEST
+
 START_TEST(json_form)
 {
     struct roundtrim_diag_sample s[10];
@@ -956,6 +1014,7 @@ int main(void)
     tcase_add_test(tc, one_low_early_round_pulls_the_fit_up_within_its_noise);
     tcase_add_test(tc, too_few_rounds_say_so);
     tcase_add_test(tc, json_form);
+    tcase_add_test(tc, the_verdicts_listed_are_the_tables);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

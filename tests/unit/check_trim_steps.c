@@ -252,7 +252,7 @@ START_TEST(after_a_slow_reading_the_round_end_backs_off_and_comes_back)
         struct roundtrim_policy_plan plan;
         roundtrim_policy_decide(&w.st, &defaults, &round, &plan);
         if (!plan.run[RT_CLEAN_TRIM]) {
-            ck_assert_str_eq(plan.skipped[RT_CLEAN_TRIM], "pause_limit");
+            ck_assert_int_eq(plan.skipped[RT_CLEAN_TRIM], RT_SKIP_pause_limit);
             held++;
             /* Meanwhile the steps trim what is freed in pieces under the limit. */
             struct roundtrim_step_plan p = sample(&w, 40);
