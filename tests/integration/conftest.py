@@ -22,7 +22,7 @@ LIB = Path(os.environ.get("ROUNDTRIM_TEST_LIB") or BUILD / "libroundtrim.so")
 PYTHON = "/usr/bin/python3"  # Debian's interpreter: python3-torch serves this one
 
 # The report's package (scripts/roundtrim_report) and the benchmark driver (bench/bench.py), for
-# the tests that check what they compute: `from roundtrim_report import sites`, `import bench`.
+# the tests that check what they compute: `from roundtrim_report import sites`, `import bench_sites`.
 for _folder in (ROOT / "scripts", ROOT / "bench"):
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import bench
+import bench_sites as bench
 import pytest
 
 from conftest import LIB
