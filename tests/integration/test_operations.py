@@ -2,6 +2,7 @@
 and the start record."""
 
 import os
+import socket
 import statistics
 
 import pytest
@@ -101,8 +102,9 @@ def test_prometheus_file_parses_and_follows_the_rounds(run_shim, tmp_path):
     assert rounds.type == "counter"
     sample = rounds.samples[0]
     assert sample.value == 3
+    # the host name tells apart the PID 1s of containers that share a textfile folder
     assert sample.labels == {"pid": str(pid), "role": "client", "process": "signal_chain",
-                             "framework": "none"}
+                             "framework": "none", "hostname": socket.gethostname()}
     assert families["roundtrim_rss_bytes"].type == "gauge"
     assert families["roundtrim_rss_bytes"].samples[0].value == res.rounds[-1]["rss_after"]
     assert families["roundtrim_malloc_calls"].samples[0].value >= res.rounds[-1]["malloc_calls"]
