@@ -11,7 +11,7 @@
 $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/round_fields.def \
                                  policy/mem_parts.def policy/skip_reasons.def \
                                  policy/diag_input.def policy/diag_causes.def \
-                                 policy/diagnosis.h
+                                 policy/diagnosis.h $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
 
@@ -35,3 +35,14 @@ $(BUILD)/deploy/prometheus/roundtrim.rules.yml: $(BUILD)/roundtrim-round-fields 
 	reasons=$$($< --prom-expected) && \
 	    sed "s/reason!~\"[^\"]*\"/reason!~\"$$reasons\"/g" deploy/prometheus/roundtrim.rules.yml \
 	    > $@.tmp && mv $@.tmp $@
+
+# The other records' keys (runtime/output's *_fields.def tables), in the log file's page between
+# its markers: exit-keys, pressure-keys, holders-keys, holder-keys.
+EVENT_KEYS := exit pressure holders holder
+DOC_PAGES += docs/reference/log-file.md
+$(BUILD)/docs/reference/log-file.md: docs/reference/log-file.md $(BUILD)/roundtrim-round-fields \
+                                     scripts/tools/doc-fill
+	@mkdir -p $(dir $@)
+	@set -e; for r in $(EVENT_KEYS); do $(BUILD)/roundtrim-round-fields --event-keys $$r \
+	    > $@.$$r-keys; done
+	@$(DOC_FILL) $< $(foreach r,$(EVENT_KEYS),$(r)-keys $@.$(r)-keys) > $@.tmp && mv $@.tmp $@

@@ -2,32 +2,47 @@
 
 #include <unistd.h>
 
-#include "policy/json_writer.h"
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/boundary/signal_rounds.h"
 #include "runtime/core/clock.h"
+#include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/hook.h"
 
+/* The malloc family's counts: the round record's traffic keys, with its null. */
+static void put_TRAFFIC(struct roundtrim_json *j, const char *key, struct roundtrim_traffic t)
+{
+    (void)key;
+    roundtrim_json_traffic(j, &t, roundtrim_allocator_counts_skipped());
+}
+
+/* The three lists of the hooks, written together by the hooks' own code (nothing when no hook
+ * was armed): the first row writes them, the other two are written with it. */
+static void put_HOOKS(struct roundtrim_json *j, const char *key, int unused)
+{
+    (void)key, (void)unused;
+    roundtrim_py_hooks_exit_json(j);
+}
+
+static void put_HOOK_LIST(struct roundtrim_json *j, const char *key, int unused)
+{
+    (void)j, (void)key, (void)unused;
+}
+
 void roundtrim_summary_record(const char *event, const struct roundtrim_summary *sum)
 {
-    struct roundtrim_traffic total;
-    roundtrim_counters_total(&total);
+    struct roundtrim_summary full = *sum;
+    roundtrim_counters_total(&full.traffic);
+    full.signal_rounds_off = roundtrim_signal_rounds_off_take();
+    const struct roundtrim_summary *s = &full;
     char line[8192];
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, event, getpid(), roundtrim_wall_seconds());
-    roundtrim_json_u64(&j, "rounds", sum->rounds);
-    roundtrim_json_u64(&j, "rounds_unrecorded", sum->rounds_unrecorded);
-    roundtrim_json_u64(&j, "cleanups", sum->cleanups);
-    roundtrim_json_traffic(&j, &total, roundtrim_allocator_counts_skipped());
-    roundtrim_json_u64(&j, "rss", sum->rss);
-    roundtrim_json_u64(&j, "rss_peak", sum->rss_peak);
-    roundtrim_py_hooks_exit_json(&j);
-    const char *signal_off = roundtrim_signal_rounds_off_take();
-    if (signal_off)
-        roundtrim_json_str(&j, "signal_rounds_off", signal_off);
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    RT_EVENT_PUT(&j, name, kind, present, value);
+#include "runtime/output/summary_fields.def"
     size_t n = roundtrim_json_end(&j);
     if (n > 0)
         roundtrim_log_write(line, n);

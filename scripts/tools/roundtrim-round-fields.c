@@ -8,6 +8,9 @@
  *   roundtrim-round-fields --python         scripts/roundtrim_report/fields.py
  *   roundtrim-round-fields --prom-expected  the reasons that are no failure, as a PromQL
  *                                           alternation (program_gc|program_trim|...)
+ *   roundtrim-round-fields --event-keys R   the keys of the other records (R: exit, pressure,
+ *                                           holders, holder), from their tables in
+ *                                           runtime/output, for docs/reference/log-file.md
  */
 #include <stdio.h>
 #include <string.h>
@@ -99,11 +102,50 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The other records' keys (the *_fields.def tables of runtime/output). */
+static const struct field exit_fields[] = {
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/summary_fields.def"
+};
+static const struct field pressure_fields[] = {
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/pressure_fields.def"
+};
+static const struct field holders_fields[] = {
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/holders_fields.def"
+};
+static const struct field holder_fields[] = {
+#define RT_HOLDER_FIELD(name, kind, unit, when, meaning, present, value)                           \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/holders_fields.def"
+};
+
+/* The malloc family's counts, the round record's RT_TRAFFIC rows. */
+static const struct field traffic[] = {
+#define RT_TRAFFIC(name, unit, meaning) {#name, "UINT_OR_NULL", unit, "", meaning},
+#include "policy/round_fields.def"
+};
+
+/* The kinds only the other records have. */
+static const struct kind event_kinds[] = {
+    {"HUNDREDTHS", "number (2 decimals)", "number"},
+    {"HOOKS", "list of texts", "texts"},
+    {"HOOK_LIST", "list of texts", "texts"},
+    {"HOLDERS", "list of objects (below)", "list"},
+};
+
 static const struct kind *kind_of(const char *k)
 {
     for (size_t i = 0; i < COUNT(kinds); i++)
         if (strcmp(kinds[i].kind, k) == 0)
             return &kinds[i];
+    for (size_t i = 0; i < COUNT(event_kinds); i++)
+        if (strcmp(event_kinds[i].kind, k) == 0)
+            return &event_kinds[i];
     return &kinds[0]; /* every row's kind has an RT_KIND row: the table's own check */
 }
 
@@ -150,6 +192,33 @@ static void markdown_fields(const char *prefix, const struct field *f, size_t n)
             markdown_row(prefix, parts[p].name, "_skipped", kind_of("REASON")->type, "", when,
                          "why the part was not read");
         }
+    }
+}
+
+/* An other record's keys: the traffic row stands for the malloc family's counts, the hooks row
+ * for its three lists. */
+static void markdown_event(const struct field *f, size_t n)
+{
+    static const char reason[] = "skip reason ([the round log](round-log.md#skip-reasons))";
+    puts("| key | type | unit | present | meaning |");
+    puts("|---|---|---|---|---|");
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(f[i].kind, "TRAFFIC") != 0) {
+            markdown_row("", f[i].name, "", kind_of(f[i].kind)->type, f[i].unit, f[i].when,
+                         f[i].meaning);
+            continue;
+        }
+        /* the round record's counts, over the record's own span */
+        for (size_t t = 0; t < COUNT(traffic); t++) {
+            char meaning[256];
+            const char *cut = strstr(traffic[t].meaning, " during the round");
+            int len = cut ? (int)(cut - traffic[t].meaning) : (int)strlen(traffic[t].meaning);
+            snprintf(meaning, sizeof meaning, "%.*s, since the start", len, traffic[t].meaning);
+            markdown_row("", traffic[t].name, "", kind_of(traffic[t].kind)->type, traffic[t].unit,
+                         f[i].when, meaning);
+        }
+        markdown_row("", "counts_skipped", "", reason, "", "the counts are null",
+                     "why the malloc family was not counted");
     }
 }
 
@@ -382,8 +451,19 @@ int main(int argc, char **argv)
         python();
     else if (argc == 2 && strcmp(argv[1], "--prom-expected") == 0)
         prom_expected();
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "exit") == 0)
+        markdown_event(exit_fields, COUNT(exit_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "pressure") == 0)
+        markdown_event(pressure_fields, COUNT(pressure_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "holders") == 0)
+        markdown_event(holders_fields, COUNT(holders_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "holder") == 0)
+        markdown_event(holder_fields, COUNT(holder_fields));
     else {
-        fprintf(stderr, "usage: %s --markdown | --python | --prom-expected\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s --markdown | --python | --prom-expected | --event-keys "
+                "exit|pressure|holders|holder\n",
+                argv[0]);
         return 2;
     }
     return ferror(stdout) || fflush(stdout) ? 1 : 0;

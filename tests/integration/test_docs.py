@@ -186,7 +186,7 @@ def test_docs_check_fails_on_a_page_that_differs_and_make_docs_repairs_it(tmp_pa
     tree = tmp_path / "tree"
     tree.mkdir()
     shutil.copy(ROOT / "Makefile", tree)
-    for folder in ("mk", "policy", "include", "scripts", "docs", "deploy"):
+    for folder in ("mk", "policy", "runtime", "include", "scripts", "docs", "deploy"):
         shutil.copytree(ROOT / folder, tree / folder)
     page = tree / "docs" / "reference" / "configuration.md"
     good = page.read_text()

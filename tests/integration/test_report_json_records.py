@@ -12,9 +12,10 @@ ROUNDTRIM = ROOT / "scripts" / "roundtrim"
 MiB = 1 << 20
 
 
-def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path):
-    # A leak with a holder, sampling on, under a simulated cgroup near its limit: start, round,
-    # sites, diagnosis, holders, pressure and exit records.
+def log_of_every_kind(run_shim, tmp_path):
+    """A log with every kind of record, written by real runs: a leak with a holder, sampling on,
+    under a simulated cgroup near its limit (start, round, sites, diagnosis, holders, pressure
+    and exit records), and a shell that ends a round and execs its last command (exec)."""
     cgroup = tmp_path / "cgroup"
     cgroup.mkdir()
     (cgroup / "memory.max").write_text(f"{1000 * MiB}\n")
@@ -24,12 +25,15 @@ def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path
                          "ROUNDTRIM_CGROUP_DIR": str(cgroup), "ROUNDTRIM_SAMPLE_MS": "20"},
                     timeout=180)
     assert leak.returncode == 0, leak.stderr
-    # A shell that ends a round and execs its last command: an exec record.
     shell = run_shim(["bash", "-c", "(kill -USR1 $$); echo after; /bin/true"])
     assert shell.returncode == 0, shell.stderr
     log = tmp_path / "both.jsonl"
     log.write_text(leak.log_path.read_text() + shell.log_path.read_text())
+    return log
 
+
+def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path):
+    log = log_of_every_kind(run_shim, tmp_path)
     latest = {}  # (pid, event) -> the last record of that kind
     for line in log.read_text().splitlines():
         rec = json.loads(line)
@@ -52,3 +56,30 @@ def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path
             missing = set(rec) - set(got)
             assert got == rec, event
         assert not missing, (event, missing)
+
+
+def documented_keys(marker):
+    """The keys of a table of docs/reference/log-file.md (generated from the record's table)."""
+    page = (ROOT / "docs" / "reference" / "log-file.md").read_text()
+    block = page.split(f"<!-- {marker}:begin -->")[1].split(f"<!-- {marker}:end -->")[0]
+    return [line.split("`")[1] for line in block.splitlines() if line.startswith("| `")]
+
+
+def test_the_other_records_write_the_keys_their_tables_document_in_that_order(run_shim,
+                                                                               tmp_path):
+    log = log_of_every_kind(run_shim, tmp_path)
+    tables = {"exit": "exit-keys", "exec": "exit-keys", "pressure": "pressure-keys",
+              "holders": "holders-keys"}
+    seen = set()
+    for line in log.read_text().splitlines():
+        rec = json.loads(line)
+        marker = tables.get(rec["event"])
+        if marker is None:
+            continue
+        seen.add(rec["event"])
+        keys = [k for k in rec if k not in ("event", "pid", "ts")]
+        documented = documented_keys(marker)
+        assert [k for k in documented if k in keys] == keys, (rec["event"], keys)
+        for holder in rec.get("holders", []) if rec["event"] == "holders" else []:
+            assert list(holder) == documented_keys("holder-keys")
+    assert seen == set(tables), seen
