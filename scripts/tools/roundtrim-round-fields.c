@@ -8,9 +8,8 @@
  *   roundtrim-round-fields --python         scripts/roundtrim_report/fields.py
  *   roundtrim-round-fields --prom-expected  the reasons that are no failure, as a PromQL
  *                                           alternation (program_gc|program_trim|...)
- *   roundtrim-round-fields --event-keys R   the keys of the other records (R: exit, pressure,
- *                                           holders, holder), from their tables in
- *                                           runtime/output, for docs/reference/log-file.md
+ *   roundtrim-round-fields --event-keys R   the keys of the other records (R: start, exit,
+ * pressure, holders, holder), from their tables in runtime/output, for docs/reference/log-file.md
  */
 #include <stdio.h>
 #include <string.h>
@@ -103,6 +102,11 @@ static const struct {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The other records' keys (the *_fields.def tables of runtime/output). */
+static const struct field start_fields[] = {
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/start_fields.def"
+};
 static const struct field exit_fields[] = {
 #define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
     {#name, #kind, unit, when, meaning},
@@ -135,6 +139,9 @@ static const struct kind event_kinds[] = {
     {"HUNDREDTHS", "number (2 decimals)", "number"},
     {"HOOKS", "list of texts", "texts"},
     {"HOOK_LIST", "list of texts", "texts"},
+    {"INT", "whole number", "number"},
+    {"SETTINGS", "object", "object"},
+    {"PY_HOOKS", "text", "text"},
     {"HOLDERS", "list of objects (below)", "list"},
 };
 
@@ -204,8 +211,8 @@ static void markdown_event(const struct field *f, size_t n)
     puts("|---|---|---|---|---|");
     for (size_t i = 0; i < n; i++) {
         if (strcmp(f[i].kind, "TRAFFIC") != 0) {
-            markdown_row("", f[i].name, "", kind_of(f[i].kind)->type, f[i].unit, f[i].when,
-                         f[i].meaning);
+            const char *type = strcmp(f[i].kind, "REASON") == 0 ? reason : kind_of(f[i].kind)->type;
+            markdown_row("", f[i].name, "", type, f[i].unit, f[i].when, f[i].meaning);
             continue;
         }
         /* the round record's counts, over the record's own span */
@@ -451,6 +458,8 @@ int main(int argc, char **argv)
         python();
     else if (argc == 2 && strcmp(argv[1], "--prom-expected") == 0)
         prom_expected();
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "start") == 0)
+        markdown_event(start_fields, COUNT(start_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "exit") == 0)
         markdown_event(exit_fields, COUNT(exit_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "pressure") == 0)
@@ -462,7 +471,7 @@ int main(int argc, char **argv)
     else {
         fprintf(stderr,
                 "usage: %s --markdown | --python | --prom-expected | --event-keys "
-                "exit|pressure|holders|holder\n",
+                "start|exit|pressure|holders|holder\n",
                 argv[0]);
         return 2;
     }

@@ -68,7 +68,8 @@ def documented_keys(marker):
 def test_the_other_records_write_the_keys_their_tables_document_in_that_order(run_shim,
                                                                                tmp_path):
     log = log_of_every_kind(run_shim, tmp_path)
-    tables = {"exit": "exit-keys", "exec": "exit-keys", "pressure": "pressure-keys",
+    tables = {"start": "start-keys", "exit": "exit-keys", "exec": "exit-keys",
+              "pressure": "pressure-keys",
               "holders": "holders-keys"}
     seen = set()
     for line in log.read_text().splitlines():
