@@ -10,7 +10,9 @@ DEBUG_TESTS := tests/integration/test_thread_counts.py tests/integration/test_si
 DEBUG_SELECT := signal or jemalloc or fork or exec or counted or threads or sampl
 
 .PHONY: debug
-debug: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%) $(CHECK_DEPS)
+# (CHECK_DEPS is complete only once every fragment is read: built from the recipe.)
+debug: deps lib $(TEST_PROGRAMS:%=$(BUILD)/tests/%)
+	@$(MAKE) --no-print-directory $(CHECK_DEPS)
 	@$(MAKE) --no-print-directory -j2 BUILD=$(DEBUG_BUILD) DIST_CPPFLAGS=-DROUNDTRIM_DEBUG \
 	    DIST_CFLAGS=-O1 lib >/dev/null
 	ROUNDTRIM_TEST_LIB=$(CURDIR)/$(DEBUG_BUILD)/libroundtrim.so $(PYTHON) -m pytest -q \
