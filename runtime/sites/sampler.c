@@ -130,7 +130,7 @@ static int python_frames(struct roundtrim_site_py *out)
     if (roundtrim_python_frames_unavailable())
         return 0;
     struct roundtrim_py_frame f[ROUNDTRIM_SITE_PYTHON_MAX];
-    int n = roundtrim_python_stack(f, ROUNDTRIM_SITE_PYTHON_MAX);
+    int n = roundtrim_python_stack_kept(f, ROUNDTRIM_SITE_PYTHON_MAX);
     for (int i = 0; i < n; i++) {
         out[i].code = f[i].code;
         out[i].line = f[i].line;
