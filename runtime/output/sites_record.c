@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/code_origin.h"
 #include "policy/json_writer.h"
 #include "runtime/sites/frame_names.h"
 #include "runtime/sites/object_sampler.h"
@@ -75,6 +76,8 @@ static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_p
     roundtrim_json_str(j, "file", names ? names->file : NULL);
     roundtrim_json_str(j, "function", names ? names->function : NULL);
     roundtrim_json_i64(j, "line", f->line);
+    if (names && roundtrim_python_file_is_library(names->file))
+        roundtrim_json_bool(j, "library", true); /* the report names a site by the program's */
     roundtrim_json_object_end(j);
 }
 
