@@ -863,6 +863,34 @@ static void forecast(struct roundtrim_diagnosis *d, const struct roundtrim_diag_
     roundtrim_forecast(&in, &d->forecast);
 }
 
+/* The live heap as far as it is resident: a block is counted at its whole size when it is
+ * allocated, while its pages cost memory only as they are written. A buffer allocated at twice
+ * its content and filled round by round grows RSS every round and the counted heap in steps:
+ * what grows is the resident part. */
+static void resident_live(struct roundtrim_diag_sample *smp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *live = &smp[i].part[RT_PART_HEAP_LIVE];
+        *live -= smp[i].over_rss < *live ? smp[i].over_rss : *live;
+    }
+}
+
+bool roundtrim_diagnose_live_rises(const struct roundtrim_diag_sample *given, size_t n)
+{
+    if (n > HISTORY) {
+        given += n - HISTORY;
+        n = HISTORY;
+    }
+    struct roundtrim_diag_sample smp[HISTORY];
+    memcpy(smp, given, n * sizeof *smp);
+    resident_live(smp, n);
+    struct series live;
+    struct trend t;
+    live_series(smp, n, &live);
+    trend_of(&live, ROUNDTRIM_DIAG_LEAK_MIN, &t);
+    return t.known && t.now;
+}
+
 void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
 {
@@ -871,16 +899,9 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
         given += n - HISTORY;
         n = HISTORY;
     }
-    /* The live heap as far as it is resident: a block is counted at its whole size when it is
-     * allocated, while its pages cost memory only as they are written. A buffer allocated at
-     * twice its content and filled round by round grows RSS every round and the counted heap in
-     * steps: what grows is the resident part. */
     struct roundtrim_diag_sample smp[HISTORY];
     memcpy(smp, given, n * sizeof *smp);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t *live = &smp[i].part[RT_PART_HEAP_LIVE];
-        *live -= smp[i].over_rss < *live ? smp[i].over_rss : *live;
-    }
+    resident_live(smp, n);
     size_t w = ctx->window ? (size_t)ctx->window : 10;
     w = w < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS : w;
     w = w > n ? n : w;

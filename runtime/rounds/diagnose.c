@@ -20,6 +20,7 @@ static uint64_t unjudged;      /* rounds recorded since the last diagnosis, meas
 static uint64_t last_round;    /* the latest round recorded */
 static struct roundtrim_diagnosis latest;
 static bool have_latest;
+static bool sites_tried; /* sampling was started, or tried, when live memory rose */
 
 static size_t window_size(void)
 {
@@ -49,19 +50,41 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
 #include "policy/diag_input.def"
 }
 
+/* The whole history, oldest first; returns its length. */
+static size_t history(struct roundtrim_diag_sample *ordered)
+{
+    for (size_t i = 0; i < filled; i++)
+        ordered[i] = window[(next_at + WINDOW_MAX - filled + i) % WINDOW_MAX];
+    return filled;
+}
+
+/* ROUNDTRIM_SITES unset: sampling starts once the live memory rises, so that the leak verdict
+ * a few rounds later names the code that allocates it without a second run, and a process whose
+ * memory stays flat never pays for sampling. Tried once. */
+static void sites_when_live_rises(uint64_t round)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    if (sites_tried || cfg->sites || roundtrim_config_is_explicit(cfg, RT_OPT_SITES))
+        return;
+    struct roundtrim_diag_sample ordered[WINDOW_MAX];
+    size_t n = history(ordered);
+    if (!roundtrim_diagnose_live_rises(ordered, n))
+        return;
+    sites_tried = true;
+    roundtrim_sampler_start_late(cfg->sites_sample, round);
+}
+
 static void write_record(void)
 {
-    /* The whole history, oldest first: the verdict's figures cover the last window_size() of
-     * it, the persistence of growth all of it. */
-    size_t n = filled;
+    /* The verdict's figures cover the last window_size() of the history, the persistence of
+     * growth all of it. */
     struct roundtrim_diag_sample ordered[WINDOW_MAX];
-    for (size_t i = 0; i < n; i++)
-        ordered[i] = window[(next_at + WINDOW_MAX - n + i) % WINDOW_MAX];
+    size_t n = history(ordered);
     const struct roundtrim_config *cfg = roundtrim_config();
     struct roundtrim_diag_context ctx = {
         .cleanup_every = cfg->gc_rounds,
         .cuda_empty_cache = cfg->cuda_empty_cache,
-        .sites = cfg->sites && !roundtrim_sampler_skipped(),
+        .sites = !roundtrim_sampler_skipped(),
         .sites_skipped = cfg->sites ? roundtrim_sampler_skipped() : NULL,
         .window = window_size(),
         .python = roundtrim_python_found(),
@@ -93,6 +116,7 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
     next_at = (next_at + 1) % WINDOW_MAX;
     if (filled < WINDOW_MAX)
         filled++;
+    sites_when_live_rises(r->round);
     if (++rounds_since >= window_size())
         write_record();
 }
@@ -117,4 +141,5 @@ void roundtrim_diagnose_fork_child(void)
     filled = next_at = 0;
     rounds_since = unjudged = last_round = 0;
     have_latest = false;
+    sites_tried = false;
 }

@@ -74,6 +74,25 @@ const char *roundtrim_sampler_start(uint64_t mean_bytes)
     return NULL;
 }
 
+static uint64_t started_late_in;
+
+const char *roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round)
+{
+    if (!skipped)
+        return NULL;
+    if (!__atomic_load_n(&roundtrim_glibc_sizes, __ATOMIC_RELAXED))
+        return "allocator";
+    const char *why = roundtrim_sampler_start(mean_bytes);
+    if (!why)
+        started_late_in = round;
+    return why;
+}
+
+uint64_t roundtrim_sampler_since(void)
+{
+    return started_late_in;
+}
+
 const char *roundtrim_sampler_skipped(void)
 {
     return skipped;
@@ -315,6 +334,7 @@ void roundtrim_sampler_fork_child(void)
     walks_in_flight = 0;
     fork_pending = 0;
     reported = 0;
+    started_late_in = 0;
     sampling_now = false;
     roundtrim_native_stack_fork_child();
     roundtrim_sample_table_fork_child();

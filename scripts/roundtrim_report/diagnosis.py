@@ -189,8 +189,10 @@ def context_line(proc, kept):
     every = _setting(start, "ROUNDTRIM_GC_ROUNDS", "1")
     window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", "10")
     job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", "0")
-    sites = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
-    sites_skipped = _reason(start.get("sites_skipped")) if sites else "-"
+    asked = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
+    # Unset, sampling starts by itself once live memory rises: its sites records say it ran.
+    sites = asked or bool(getattr(getattr(proc, "sites", None), "count", 0))
+    sites_skipped = _reason(start.get("sites_skipped")) if asked else "-"
     python = any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT for line in kept.samples)
     allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
     return " ".join(str(f) for f in (
