@@ -875,20 +875,23 @@ static void resident_live(struct roundtrim_diag_sample *smp, size_t n)
     }
 }
 
-bool roundtrim_diagnose_live_rises(const struct roundtrim_diag_sample *given, size_t n)
+bool roundtrim_diagnosis_wants_sites(const struct roundtrim_diagnosis *d)
 {
-    if (n > HISTORY) {
-        given += n - HISTORY;
-        n = HISTORY;
-    }
-    struct roundtrim_diag_sample smp[HISTORY];
-    memcpy(smp, given, n * sizeof *smp);
-    resident_live(smp, n);
-    struct series live;
-    struct trend t;
-    live_series(smp, n, &live);
-    trend_of(&live, ROUNDTRIM_DIAG_LEAK_MIN, &t);
-    return t.known && t.now;
+    if (d->skipped)
+        return false;
+    if (d->cause == RT_CAUSE_LEAK)
+        return true;
+    /* Unsure after as many windows of growth as a leak needs (a slow one, which needs more; a
+     * Python program's growth no collection has judged yet), not after a first window: a
+     * sawtooth's long rise reads as one. */
+    if (d->cause != RT_CAUSE_UNSURE || d->persisted < ROUNDTRIM_DIAG_PERSIST)
+        return false;
+    double seen = 0; /* what the samplers see: malloc's blocks and pymalloc's objects */
+    if (d->slope_known[RT_PART_HEAP_LIVE])
+        seen += d->slope[RT_PART_HEAP_LIVE];
+    if (d->slope_known[RT_PART_PYTHON])
+        seen += d->slope[RT_PART_PYTHON];
+    return seen >= ROUNDTRIM_DIAG_LEAK_MIN;
 }
 
 void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,

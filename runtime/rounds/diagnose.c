@@ -20,7 +20,7 @@ static uint64_t unjudged;      /* rounds recorded since the last diagnosis, meas
 static uint64_t last_round;    /* the latest round recorded */
 static struct roundtrim_diagnosis latest;
 static bool have_latest;
-static bool sites_tried; /* sampling was started, or tried, when live memory rose */
+static bool sites_tried; /* sampling was started, or tried, at a verdict of growth */
 
 static size_t window_size(void)
 {
@@ -58,20 +58,18 @@ static size_t history(struct roundtrim_diag_sample *ordered)
     return filled;
 }
 
-/* ROUNDTRIM_SITES unset: sampling starts once the live memory rises, so that the leak verdict
- * a few rounds later names the code that allocates it without a second run, and a process whose
- * memory stays flat never pays for sampling. Tried once. */
-static void sites_when_live_rises(uint64_t round)
+/* ROUNDTRIM_SITES unset: sampling starts at the first verdict that asks for sites (a leak, or
+ * live growth not yet long enough to call), so that the records from then on name the code that
+ * allocates it without a second run, and a process whose memory stays flat never pays for
+ * sampling. Tried once. True when it started now. */
+static bool sites_when_growing(const struct roundtrim_diagnosis *d)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
-    if (sites_tried || cfg->sites || roundtrim_config_is_explicit(cfg, RT_OPT_SITES))
-        return;
-    struct roundtrim_diag_sample ordered[WINDOW_MAX];
-    size_t n = history(ordered);
-    if (!roundtrim_diagnose_live_rises(ordered, n))
-        return;
+    if (sites_tried || cfg->sites || roundtrim_config_is_explicit(cfg, RT_OPT_SITES) ||
+        !roundtrim_diagnosis_wants_sites(d))
+        return false;
     sites_tried = true;
-    roundtrim_sampler_start_late(cfg->sites_sample, round);
+    return roundtrim_sampler_start_late(cfg->sites_sample, last_round) == NULL;
 }
 
 static void write_record(void)
@@ -92,6 +90,10 @@ static void write_record(void)
         .job_rounds = cfg->job_rounds,
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
+    if (sites_when_growing(&latest)) { /* its advice says where the sites are now */
+        ctx.sites = true;
+        roundtrim_diagnose(ordered, n, &ctx, &latest);
+    }
     have_latest = true;
     rounds_since = unjudged = 0;
     static char line[6144];
@@ -116,7 +118,6 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
     next_at = (next_at + 1) % WINDOW_MAX;
     if (filled < WINDOW_MAX)
         filled++;
-    sites_when_live_rises(r->round);
     if (++rounds_since >= window_size())
         write_record();
 }
@@ -127,6 +128,7 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
  * measured before. */
 void roundtrim_diagnose_exit(void)
 {
+    sites_tried = true; /* no sampling started on the way out */
     if (unjudged > 0)
         write_record();
 }

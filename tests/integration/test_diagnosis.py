@@ -15,6 +15,7 @@ import signal
 import time
 
 from conftest import BUILD, LIB, PYTHON, ROOT, prog, read_records, shim_env
+from roundtrim_report import diagnosis as report_diagnosis
 
 ROUNDTRIM = ROOT / "scripts" / "roundtrim"
 PYDIR = ROOT / "tests" / "python"
@@ -351,6 +352,11 @@ def test_the_report_computes_the_library_s_verdict_from_the_round_records(run_sh
     assert computed.pop("computed_by") == "report"
     for key in ("event", "pid", "ts"):
         own.pop(key)
+    if computed.get("sites_skipped") == "no_growing_site":
+        # Sampling started by itself at the verdict; where no sampled site grows (a buffer's
+        # pages filled), the report says so instead of pointing at the sites, as it documents.
+        computed["advice"] = computed["advice"].replace(report_diagnosis.SITES_NONE,
+                                                        report_diagnosis.SITES_NAME)
     assert {k: computed[k] for k in own} == own
     assert set(own) <= set(shown), sorted(set(own) - set(shown))
 
@@ -453,10 +459,11 @@ def test_report_json_gives_the_diagnosis_object(run_shim):
     assert d["cause"] == "outside_heap"
     for key in ("growth_bytes_per_round", "slopes", "recovered_bytes_per_round", "advice"):
         assert key in d, d
-    res = native(run_shim, "leak")
+    res = native(run_shim, "leak", rounds=18)
     (proc,) = report_json(res.log_path)
     assert proc["diagnosis"]["cause"] == "leak"
-    # With default settings sampling started when the heap rose: the growing site is named.
+    # With default settings sampling started at the first verdict (round 11): by round 18 the
+    # growing site is named.
     sites = proc["diagnosis"]["sites"]
     assert sites and "sites_skipped" not in proc["diagnosis"], proc["diagnosis"]
     assert any("diag_native" in line for line in sites[0]["stack"]), sites[0]

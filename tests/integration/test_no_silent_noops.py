@@ -19,7 +19,7 @@ QUICK_NOTE_LIB = BUILD / "tests" / "libroundtrim_quick_note.so"
 
 HINT = " is not a roundtrim variable and changes nothing; did you mean {}? (roundtrim env lists them)"
 # Leaving ROUNDTRIM_SITES unset does something worth saying: the hint says what.
-SITES_MEANT = "ROUNDTRIM_SITES (unset: sampling starts once live memory rises)"
+SITES_MEANT = "ROUNDTRIM_SITES (unset: sampling starts once the live heap grows)"
 
 
 def quiet_program():

@@ -1,6 +1,6 @@
-"""With default settings, a leak's verdict names both what keeps it and the code that allocates
-it, in the first run: allocation sampling starts by itself in the round the live memory is
-first seen rising, and never in a process whose memory stays flat.
+"""With default settings, a leak is named both by what keeps it and by the code that allocates
+it, in the first run: allocation sampling starts by itself at the first verdict of growth, and
+never in a process whose memory stays flat.
 
 The program (tests/python/holder_kinds.py) keeps a 1 MiB NumPy array a round in an attribute's
 list (mode attribute); the array is made by numpy.ones at the line of `update` that calls it.
@@ -29,11 +29,12 @@ def test_a_leak_is_named_by_holder_and_allocating_line_without_a_rerun(run_shim)
     (start,) = [r for r in res.records if r.get("event") == "start"]
     assert start["settings"]["ROUNDTRIM_SITES"]["source"] == "default", start["settings"]
     sites = [r for r in res.records if r.get("event") == "sites"]
-    # Sampling started after the first rounds, on the rise, before the first leak verdict.
-    assert sites and sites[0]["round"] > 2, [r["round"] for r in sites]
+    # Sampling started with the first verdict of growth (a leak here), not before; that
+    # verdict's advice already points at the sites.
     first_leak = next(r for r in res.records
                       if r.get("event") == "diagnosis" and r["cause"] == "leak")
-    assert sites[0]["round"] < first_leak["round"], (sites[0]["round"], first_leak["round"])
+    assert sites and sites[0]["round"] == first_leak["round"], \
+        ([r["round"] for r in sites], first_leak["round"])
     assert "The sites records name the code that allocates it" in first_leak["advice"]
 
     js = subprocess.run([str(ROUNDTRIM), "report", "--json", str(res.log_path)],
