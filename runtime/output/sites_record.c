@@ -174,6 +174,7 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
     roundtrim_json_u64(&j, "round", last);
     roundtrim_json_u64(&j, "sample_bytes", roundtrim_sampler_mean());
+    roundtrim_json_u64(&j, "sampling_since", roundtrim_sampler_since());
     roundtrim_json_str(&j, "native_frames_skipped", roundtrim_sampler_native_skipped());
     roundtrim_json_u64(&j, "samples", t.samples);
     roundtrim_json_u64(&j, "samples_live", samples_live);

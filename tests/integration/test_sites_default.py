@@ -36,6 +36,7 @@ def test_a_leak_is_named_by_holder_and_allocating_line_without_a_rerun(run_shim)
     assert sites and sites[0]["round"] == first_leak["round"], \
         ([r["round"] for r in sites], first_leak["round"])
     assert "The sites records name the code that allocates it" in first_leak["advice"]
+    assert all(r["sampling_since"] == first_leak["round"] for r in sites), sites[0]
 
     js = subprocess.run([str(ROUNDTRIM), "report", "--json", str(res.log_path)],
                         capture_output=True, text=True, timeout=120)

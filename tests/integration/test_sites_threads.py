@@ -35,6 +35,7 @@ def test_many_sampling_threads_cost_little_memory_each_and_are_named(run_shim):
     recs = [r for r in res.records if r.get("event") == "sites"]
     assert recs, res.stderr
     last = recs[-1]
+    assert last["sampling_since"] == 0, last  # asked for: from the start
     kept = [s for s in last["live"]
             if s["python"] and s["python"][0]["line"] == KEPT_LINE
             and s["python"][0]["file"] == str(SCRIPT)]
