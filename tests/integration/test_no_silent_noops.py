@@ -18,8 +18,6 @@ from test_hardening_files import SECURE_OUTPUT, run_as_nobody, setuid_probe  # n
 QUICK_NOTE_LIB = BUILD / "tests" / "libroundtrim_quick_note.so"
 
 HINT = " is not a roundtrim variable and changes nothing; did you mean {}? (roundtrim env lists them)"
-# Leaving ROUNDTRIM_SITES unset does something worth saying: the hint says what.
-SITES_MEANT = "ROUNDTRIM_SITES (unset: sampling starts once the live heap grows)"
 
 
 def quiet_program():
@@ -28,7 +26,7 @@ def quiet_program():
 
 @pytest.mark.parametrize("typed,value,meant", [
     ("ROUNDTRIM_GC_ROUND", "5", "ROUNDTRIM_GC_ROUNDS"),
-    ("ROUNDTRIM_SITE", "true", SITES_MEANT),
+    ("ROUNDTRIM_SITE", "true", "ROUNDTRIM_SITES"),
     ("ROUNDTRIM_LOGS", "x", "ROUNDTRIM_LOG (unset: no log is written)"),
     # by meaning, however far the spelling
     ("ROUNDTRIM_LOGFILE", "/tmp/rt.jsonl", "ROUNDTRIM_LOG (unset: no log is written)"),
@@ -51,7 +49,7 @@ def test_each_misspelled_variable_gets_its_own_line_and_the_good_ones_work(run_s
     assert res.returncode == 0, res.stderr
     warned = [l for l in res.stderr.splitlines() if "is not a roundtrim variable" in l]
     assert warned == ["roundtrim: ROUNDTRIM_GC_ROUND" + HINT.format("ROUNDTRIM_GC_ROUNDS"),
-                      "roundtrim: ROUNDTRIM_SITE" + HINT.format(SITES_MEANT)]
+                      "roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")]
     assert len(rounds(read_records(log))) == 2
 
 
@@ -113,7 +111,7 @@ def test_a_child_with_other_settings_or_another_stderr_is_told_itself(tmp_path):
     # the child with one more setting says all of its own: the new one and the two it shares
     assert len(lines) == 5, res.stderr
     assert lines.count(WARNED[1]) == 2
-    assert ("roundtrim: ROUNDTRIM_SITE" + HINT.format(SITES_MEANT)) in lines
+    assert ("roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")) in lines
     # the child writing elsewhere says them there
     assert len(warned((tmp_path / "child.err").read_text())) == 2
 
@@ -145,7 +143,7 @@ def test_a_secure_exec_program_reads_no_name_and_says_nothing(setuid_probe):  # 
     own = subprocess.run([str(exe)], env=shim_env({"ROUNDTRIM_SITE": "true"}, preload=False),
                          capture_output=True, timeout=60)
     assert own.stderr.decode().splitlines() == [
-        "roundtrim: ROUNDTRIM_SITE" + HINT.format(SITES_MEANT)]
+        "roundtrim: ROUNDTRIM_SITE" + HINT.format("ROUNDTRIM_SITES")]
 
 
 # ---- the documented call from Python -----------------------------------------------------------
