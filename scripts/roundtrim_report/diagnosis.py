@@ -295,6 +295,10 @@ def diagnosis_of(proc, resolver):
     if d.get("cause") == "leak":
         if proc.sites.count:
             d["sites"] = growing_sites(proc, resolver)
+            records = kept.sites_records()
+            since = records[-1].get("sampling_since") if records else None
+            if isinstance(since, int) and not isinstance(since, bool) and since > 0:
+                d["sites_since"] = since  # started by itself: sites hold what came since
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
                 # The records say otherwise than "the sites records name the code".
@@ -398,6 +402,9 @@ def text_lines(d):
                                  if isinstance(v, (int, float)))
                      + ")")
     lines.append(f"    {d.get('advice', '')}")
+    if d.get("sites") and d.get("sites_since"):
+        lines.append(f"    sites sampled from round {d['sites_since']} (started by the verdict of "
+                     "growth): their live bytes are what was allocated since")
     for n, site in enumerate(d.get("sites") or [], 1):
         lines.append(f"    growing site {n}: {site['name']} "
                      f"{_rate(site['bytes_per_round'])}, live {site['live_bytes'] / MIB:.1f} MiB")

@@ -51,6 +51,11 @@ def test_a_leak_is_named_by_holder_and_allocating_line_without_a_rerun(run_shim)
     assert site["name"] == f"update (holder_kinds.py:{UPDATE_LINE})", site
     assert "numpy" in site["stack"][0], site["stack"]
     assert 0.5 * (1 << 20) < site["bytes_per_round"] < 2 * (1 << 20), site
+    assert d["sites_since"] == first_leak["round"], d
+    text = subprocess.run([str(ROUNDTRIM), "report", str(res.log_path)], capture_output=True,
+                          text=True, timeout=120)
+    assert f"sites sampled from round {first_leak['round']}" in text.stdout, text.stdout
+    assert f"growing site 1: update (holder_kinds.py:{UPDATE_LINE})" in text.stdout, text.stdout
 
 
 def test_a_flat_process_never_samples(run_shim):
