@@ -80,8 +80,8 @@ def sites_env(variant, tmpdir, allocator="glibc"):
                 "DUMP_HEAPTRACK_OUTPUT": os.path.join(tmpdir, "heaptrack.raw")}
     if variant.startswith("roundtrim"):
         extra = {"ROUNDTRIM_LOG": os.path.join(tmpdir, "sites-overhead.jsonl")}
-        if variant == "roundtrim, sampling on":
-            extra["ROUNDTRIM_SITES"] = "true"
+        # Off said so: left unset, sampling would start at a verdict of a growing heap.
+        extra["ROUNDTRIM_SITES"] = "true" if variant == "roundtrim, sampling on" else "false"
         return allocator_env(allocator, True, extra)
     return allocator_env(allocator, False)
 

@@ -12,8 +12,8 @@ $(PY_FRAMES_PROBE): PY_FRAMES_FLAGS := -fsanitize=undefined -fno-sanitize-recove
 $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC): $(BUILD)/tests/lib%.so: tests/programs/lib%.c \
         runtime/python/frames.c runtime/python/api.c runtime/python/arenas.c policy/parse.c \
         policy/skip_reason.c \
-        $(PY_FRAMES_CORE) \
-        runtime/python/frames.h \
+        runtime/python/code_origin.c policy/code_origin.c $(PY_FRAMES_CORE) \
+        runtime/python/frames.h runtime/python/code_origin.h policy/code_origin.h \
         runtime/python/api.h
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(PY_FRAMES_FLAGS) $(filter %.c,$^) \

@@ -991,6 +991,37 @@ static void forecast(struct roundtrim_diagnosis *d, const struct roundtrim_diag_
     roundtrim_forecast(&in, &d->forecast);
 }
 
+/* The live heap as far as it is resident: a block is counted at its whole size when it is
+ * allocated, while its pages cost memory only as they are written. A buffer allocated at twice
+ * its content and filled round by round grows RSS every round and the counted heap in steps:
+ * what grows is the resident part. */
+static void resident_live(struct roundtrim_diag_sample *smp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *live = &smp[i].part[RT_PART_HEAP_LIVE];
+        *live -= smp[i].over_rss < *live ? smp[i].over_rss : *live;
+    }
+}
+
+bool roundtrim_diagnosis_wants_sites(const struct roundtrim_diagnosis *d)
+{
+    if (d->skipped)
+        return false;
+    if (d->cause == RT_CAUSE_LEAK)
+        return true;
+    /* Unsure after as many windows of growth as a leak needs (a slow one, which needs more; a
+     * Python program's growth no collection has judged yet), not after a first window: a
+     * sawtooth's long rise reads as one. */
+    if (d->cause != RT_CAUSE_UNSURE || d->persisted < ROUNDTRIM_DIAG_PERSIST)
+        return false;
+    double seen = 0; /* what the samplers see: malloc's blocks and pymalloc's objects */
+    if (d->slope_known[RT_PART_HEAP_LIVE])
+        seen += d->slope[RT_PART_HEAP_LIVE];
+    if (d->slope_known[RT_PART_PYTHON])
+        seen += d->slope[RT_PART_PYTHON];
+    return seen >= ROUNDTRIM_DIAG_LEAK_MIN;
+}
+
 void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *d)
 {
@@ -999,16 +1030,9 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
         given += n - HISTORY;
         n = HISTORY;
     }
-    /* The live heap as far as it is resident: a block is counted at its whole size when it is
-     * allocated, while its pages cost memory only as they are written. A buffer allocated at
-     * twice its content and filled round by round grows RSS every round and the counted heap in
-     * steps: what grows is the resident part. */
     struct roundtrim_diag_sample smp[HISTORY];
     memcpy(smp, given, n * sizeof *smp);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t *live = &smp[i].part[RT_PART_HEAP_LIVE];
-        *live -= smp[i].over_rss < *live ? smp[i].over_rss : *live;
-    }
+    resident_live(smp, n);
     size_t w = ctx->window ? (size_t)ctx->window : 10;
     w = w < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS : w;
     w = w > n ? n : w;

@@ -162,6 +162,12 @@ struct roundtrim_diagnosis {
 void roundtrim_diagnose(const struct roundtrim_diag_sample *samples, size_t n,
                         const struct roundtrim_diag_context *ctx, struct roundtrim_diagnosis *out);
 
+/* Whether the verdict asks for allocation sites when they were not asked for: a leak, or an
+ * unsure verdict on growth that persisted as long as a leak's must (a slow leak, which must
+ * persist longer; growth no collection has judged yet) in which the heap's or pymalloc's live
+ * bytes rise by at least ROUNDTRIM_DIAG_LEAK_MIN a round. */
+bool roundtrim_diagnosis_wants_sites(const struct roundtrim_diagnosis *d);
+
 /* Appends the diagnosis's fields to a JSON object being written ("cause", "mixed", "shares",
  * "growth_bytes_per_round", "slopes", "recovered_bytes_per_round", "held", "findings",
  * "persisted_windows", "forecast" or "forecast_skipped", "advice", ...). */

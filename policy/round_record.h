@@ -69,6 +69,8 @@ struct roundtrim_round_record {
     uint64_t cuda_pool_trim_bytes;
     enum roundtrim_skip cuda_pool_trim_skipped;        /* why a due pool trim did not run */
     uint64_t cupy_free_blocks_us, cupy_released_bytes; /* device bytes CuPy's release returned */
+    /* The holder search since the previous record: the GIL its steps held, and how many. */
+    uint64_t holders_gil_us, holders_steps;
     enum roundtrim_skip
         cupy_free_blocks_skipped; /* why a due release of CuPy's pools did not run */
     /* What each action gave back, measured around it alone: heap and pymalloc bytes gc freed,

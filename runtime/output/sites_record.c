@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "policy/code_origin.h"
 #include "policy/json_writer.h"
 #include "runtime/sites/frame_names.h"
 #include "runtime/sites/object_sampler.h"
@@ -75,6 +76,8 @@ static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_p
     roundtrim_json_str(j, "file", names ? names->file : NULL);
     roundtrim_json_str(j, "function", names ? names->function : NULL);
     roundtrim_json_i64(j, "line", f->line);
+    if (names && roundtrim_python_file_is_library(names->file))
+        roundtrim_json_bool(j, "library", true); /* the report names a site by the program's */
     roundtrim_json_object_end(j);
 }
 
@@ -171,6 +174,7 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
     roundtrim_json_u64(&j, "round", last);
     roundtrim_json_u64(&j, "sample_bytes", roundtrim_sampler_mean());
+    roundtrim_json_u64(&j, "sampling_since", roundtrim_sampler_since());
     roundtrim_json_str(&j, "native_frames_skipped", roundtrim_sampler_native_skipped());
     roundtrim_json_u64(&j, "samples", t.samples);
     roundtrim_json_u64(&j, "samples_live", samples_live);

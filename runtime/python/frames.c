@@ -6,6 +6,7 @@
 
 #include "policy/skip_reason.h"
 #include "runtime/core/hash.h"
+#include "runtime/python/code_origin.h"
 
 /* Where the fields the stack walk reads sit in one CPython minor version (x86-64 and other LP64
  * targets, a release build with the GIL), taken from that version's internal headers:
@@ -250,11 +251,25 @@ static const void *current_frame(const struct frames_layout *l, const void *tsta
     return load_ptr(p, l->cframe_frame);
 }
 
+/* The line a frame (whose code object was checked) executes now; < 0 when its instruction has
+ * none. */
+static int frame_line(const struct frames_layout *l, const char *frame)
+{
+    const char *code = load_ptr(frame, l->frame_code);
+    const char *first = code + l->code_adaptive;
+    const char *instr = load_ptr(frame, l->frame_instr);
+    intptr_t units = (intptr_t)load_ptr(code, OB_SIZE);
+    ptrdiff_t offset = instr - first;
+    return offset >= 0 && offset < units * CODE_UNIT && offset <= INT32_MAX
+               ? fr.addr2line(code, (int)offset)
+               : -1;
+}
+
 /* Reads one frame into `out`; false for the frames CPython itself hides from tracebacks: the
  * interpreter's entry frames and frames whose set-up has not reached the first traceable
  * instruction (their locals and cells are still being filled in). */
 static bool read_frame(const struct frames_layout *l, const char *frame,
-                       struct roundtrim_py_frame *out)
+                       struct roundtrim_py_frame *out, bool want_line)
 {
     const char *code = load_ptr(frame, l->frame_code);
     if (!is_code(code))
@@ -268,16 +283,12 @@ static bool read_frame(const struct frames_layout *l, const char *frame,
     memcpy(&traceable, code + l->code_firsttraceable, sizeof traceable);
     if (owner != OWNER_GENERATOR && instr < first + (ptrdiff_t)traceable * CODE_UNIT)
         return false;
-    intptr_t units = (intptr_t)load_ptr(code, OB_SIZE);
-    ptrdiff_t offset = instr - first;
     uint64_t names =
         roundtrim_hash_mix(ROUNDTRIM_HASH_START, (uintptr_t)load_ptr(code, l->code_filename));
     names = roundtrim_hash_mix(names, (uintptr_t)load_ptr(code, l->code_qualname));
     out->code = code;
     out->names_key = (uint32_t)(names >> 32);
-    out->line = offset >= 0 && offset < units * CODE_UNIT && offset <= INT32_MAX
-                    ? fr.addr2line(code, (int)offset)
-                    : -1;
+    out->line = want_line ? frame_line(l, frame) : -1;
     return true;
 }
 
@@ -300,7 +311,30 @@ static bool interpreter_running(void)
     return fr.is_initialized() && !fr.is_finalizing();
 }
 
-int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
+/* Adds the frame just read into out[*n] to the frames a sample keeps (see
+ * roundtrim_python_stack_kept); *program_seen: a frame of the program's own is kept. */
+static void keep_frame(const struct frames_layout *l, const char *frame,
+                       struct roundtrim_py_frame *out, int *n, bool *program_seen)
+{
+    struct roundtrim_py_frame *f = &out[*n];
+    bool program = roundtrim_python_code_is_program(f->code, f->names_key);
+    if (*n > 0 && !program && *program_seen)
+        return; /* library code between the program's frames */
+    if (*n > 0 && program && !*program_seen) {
+        out[1] = *f; /* the library frames kept so far give way to the program's */
+        f = &out[1];
+        *n = 1;
+    }
+    for (int i = 0; program && i < *n; i++)
+        if (out[i].code == f->code)
+            return; /* recursion: its innermost frame stands for it */
+    *program_seen = *program_seen || program;
+    f->line = frame_line(l, frame);
+    (*n)++;
+}
+
+/* The walk behind both stack readers: every frame, or the frames a sample keeps. */
+static int walk_stack(struct roundtrim_py_frame *out, int max, bool kept)
 {
     if (max <= 0 || !__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return 0;
@@ -318,15 +352,38 @@ int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
         return 0;
     const char *frame = current_frame(l, tstate);
     int n = 0;
-    for (int walked = 0; n < max && walked < WALK_LIMIT && plausible(frame); walked++) {
-        if (read_frame(l, frame, &out[n]))
-            n++;
+    bool program_seen = false;
+    for (int walked = 0; walked < WALK_LIMIT && plausible(frame); walked++) {
+        /* Kept frames: past a full list, only as long as no program frame was found. */
+        if (n == max && (!kept || program_seen))
+            break;
+        struct roundtrim_py_frame f;
+        if (read_frame(l, frame, &f, !kept)) {
+            if (!kept) {
+                out[n++] = f;
+            } else if (n < max || roundtrim_python_code_is_program(f.code, f.names_key)) {
+                if (n == max) /* a program frame past a full list of library frames */
+                    n = max - 1;
+                out[n] = f;
+                keep_frame(l, frame, out, &n, &program_seen);
+            }
+        }
         frame = load_ptr(frame, l->frame_previous);
     }
     /* A finalization that began during the walk may have freed what it read. */
     if (detached && !interpreter_running())
         return 0;
     return n;
+}
+
+int roundtrim_python_stack(struct roundtrim_py_frame *out, int max)
+{
+    return walk_stack(out, max, false);
+}
+
+int roundtrim_python_stack_kept(struct roundtrim_py_frame *out, int max)
+{
+    return walk_stack(out, max, true);
 }
 
 /* Appends code point `c` as UTF-8 when it fits before the terminating NUL. */

@@ -39,6 +39,14 @@ const char *roundtrim_python_frames_unavailable(void);
  * malloc and in a signal handler. */
 int roundtrim_python_stack(struct roundtrim_py_frame *out, int max);
 
+/* The frames a sampled site keeps, innermost first, at most `max`: the innermost frame, then
+ * the frames of the program's own code (runtime/python/code_origin.h), library frames between
+ * them left out and a recursion's frames counted once, so that a site reaches the program's line
+ * through any depth of library calls (copy.deepcopy's recursion, a framework's layers). Where no
+ * frame is the program's, the innermost frames, as roundtrim_python_stack reads them. The same
+ * conditions as roundtrim_python_stack. */
+int roundtrim_python_stack_kept(struct roundtrim_py_frame *out, int max);
+
 /* Copies the code object's file name (co_filename) and qualified name (co_qualname) as UTF-8,
  * NUL-terminated, truncated at a character boundary to fit. Valid while the code object is on
  * the calling thread's stack (right after roundtrim_python_stack, GIL held or not: the thread's

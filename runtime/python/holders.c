@@ -54,6 +54,8 @@ static struct roundtrim_holders_walk result;
 /* The worker's own. */
 static uint64_t objects_per_step = OBJECTS_FIRST;
 static uint64_t walk_gil_us, walk_steps, walk_first_round;
+static uint64_t total_gil_us;            /* over the process's life (a fork child's own) */
+static uint64_t cost_gil_us, cost_steps; /* since the last roundtrim_python_holders_cost_take */
 static uint64_t last_round_end_us;
 
 /* builtins.exec(source, namespace), then the factory called: the step function. */
@@ -218,7 +220,8 @@ static uint64_t step_gil_us(void)
 bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk *out)
 {
     uint64_t budget_us = step_gil_us();
-    if (made_failed || !roundtrim_python_present())
+    if (made_failed || total_gil_us >= ROUNDTRIM_HOLDERS_GIL_TOTAL_US ||
+        !roundtrim_python_present())
         return false;
     job_round = round;
     job_objects = objects_per_step;
@@ -228,6 +231,9 @@ bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk
     if (walk_steps++ == 0)
         walk_first_round = round;
     walk_gil_us += res.us;
+    total_gil_us += res.us;
+    cost_gil_us += res.us;
+    cost_steps++;
     /* The next step sized to what this one took: objects cost what the program's are. */
     uint64_t next = res.us ? objects_per_step * budget_us / res.us : objects_per_step * 2;
     next = next > objects_per_step * 2 ? objects_per_step * 2 : next;
@@ -242,8 +248,16 @@ bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk
     return true;
 }
 
+void roundtrim_python_holders_cost_take(uint64_t *gil_us, uint64_t *steps)
+{
+    *gil_us = cost_gil_us;
+    *steps = cost_steps;
+    cost_gil_us = cost_steps = 0;
+}
+
 void roundtrim_python_holders_fork_child(void)
 {
     walk_gil_us = walk_steps = 0;
+    total_gil_us = cost_gil_us = cost_steps = 0;
     last_round_end_us = 0;
 }

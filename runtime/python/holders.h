@@ -10,6 +10,9 @@
 #include <stdint.h>
 
 #define ROUNDTRIM_HOLDERS_MAX 5
+/* The most GIL the search holds over the process's life: 10 s, 5,000 rounds at its most a
+ * round (2 ms). */
+#define ROUNDTRIM_HOLDERS_GIL_TOTAL_US (10u * 1000u * 1000u)
 
 struct roundtrim_holder {
     char path[256], type[32];
@@ -24,7 +27,9 @@ struct roundtrim_holders_walk {
 };
 
 /* Worker, once a round while the search is due (the caller's verdict: a leak): walks on
- * for the round's share of GIL time. True when a walk ended, *out then filled. */
+ * for the round's share of GIL time, until the search has held the GIL for
+ * ROUNDTRIM_HOLDERS_GIL_TOTAL_US in all (then no more steps: its last holders stand). True when
+ * a walk ended, *out then filled. */
 bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk *out);
 
 /* Worker, in the program's first rounds: makes the search's function in the interpreter, so
@@ -32,6 +37,10 @@ bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk
  * the program's start, not a step in the rounds a diagnosis compares. True once done (or
  * failed for good); false while no interpreter runs yet. */
 bool roundtrim_python_holders_prepare(void);
+
+/* The GIL the search's steps held, and how many steps ran, since the previous call (worker,
+ * once per round record: a round's step runs after its record, and is in the next one). */
+void roundtrim_python_holders_cost_take(uint64_t *gil_us, uint64_t *steps);
 
 /* In a fork child: the parent's walk is not the child's. */
 void roundtrim_python_holders_fork_child(void);

@@ -20,6 +20,7 @@ static uint64_t unjudged;      /* rounds recorded since the last diagnosis, meas
 static uint64_t last_round;    /* the latest round recorded */
 static struct roundtrim_diagnosis latest;
 static bool have_latest;
+static bool sites_tried; /* sampling was started, or tried, at a verdict of growth */
 
 static size_t window_size(void)
 {
@@ -49,19 +50,39 @@ static void sample_of(const struct roundtrim_round_record *r, struct roundtrim_d
 #include "policy/diag_input.def"
 }
 
+/* The whole history, oldest first; returns its length. */
+static size_t history(struct roundtrim_diag_sample *ordered)
+{
+    for (size_t i = 0; i < filled; i++)
+        ordered[i] = window[(next_at + WINDOW_MAX - filled + i) % WINDOW_MAX];
+    return filled;
+}
+
+/* ROUNDTRIM_SITES unset: sampling starts at the first verdict that asks for sites (a leak, or
+ * live growth not yet long enough to call), so that the records from then on name the code that
+ * allocates it without a second run, and a process whose memory stays flat never pays for
+ * sampling. Tried once. True when it started now. */
+static bool sites_when_growing(const struct roundtrim_diagnosis *d)
+{
+    const struct roundtrim_config *cfg = roundtrim_config();
+    if (sites_tried || cfg->sites || roundtrim_config_is_explicit(cfg, RT_OPT_SITES) ||
+        !roundtrim_diagnosis_wants_sites(d))
+        return false;
+    sites_tried = true;
+    return roundtrim_sampler_start_late(cfg->sites_sample, last_round) == NULL;
+}
+
 static void write_record(void)
 {
-    /* The whole history, oldest first: the verdict's figures cover the last window_size() of
-     * it, the persistence of growth all of it. */
-    size_t n = filled;
+    /* The verdict's figures cover the last window_size() of the history, the persistence of
+     * growth all of it. */
     struct roundtrim_diag_sample ordered[WINDOW_MAX];
-    for (size_t i = 0; i < n; i++)
-        ordered[i] = window[(next_at + WINDOW_MAX - n + i) % WINDOW_MAX];
+    size_t n = history(ordered);
     const struct roundtrim_config *cfg = roundtrim_config();
     struct roundtrim_diag_context ctx = {
         .cleanup_every = cfg->gc_rounds,
         .cuda_empty_cache = cfg->cuda_empty_cache,
-        .sites = cfg->sites && !roundtrim_sampler_skipped(),
+        .sites = !roundtrim_sampler_skipped(),
         .sites_skipped = cfg->sites ? roundtrim_sampler_skipped() : NULL,
         .window = window_size(),
         .python = roundtrim_python_found(),
@@ -69,6 +90,10 @@ static void write_record(void)
         .job_rounds = cfg->job_rounds,
     };
     roundtrim_diagnose(ordered, n, &ctx, &latest);
+    if (sites_when_growing(&latest)) { /* its advice says where the sites are now */
+        ctx.sites = true;
+        roundtrim_diagnose(ordered, n, &ctx, &latest);
+    }
     have_latest = true;
     rounds_since = unjudged = 0;
     static char line[6144];
@@ -103,6 +128,7 @@ void roundtrim_diagnose_round(const struct roundtrim_round_record *r)
  * measured before. */
 void roundtrim_diagnose_exit(void)
 {
+    sites_tried = true; /* no sampling started on the way out */
     if (unjudged > 0)
         write_record();
 }
@@ -117,4 +143,5 @@ void roundtrim_diagnose_fork_child(void)
     filled = next_at = 0;
     rounds_since = unjudged = last_round = 0;
     have_latest = false;
+    sites_tried = false;
 }

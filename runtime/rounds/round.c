@@ -142,6 +142,7 @@ static void run_round(const struct roundtrim_boundary_snap *s, uint64_t merged)
             roundtrim_cleanup_run(&r, false);
     }
     roundtrim_cleanup_steps_into_record(&r);
+    roundtrim_python_holders_cost_take(&r.holders_gil_us, &r.holders_steps);
     finish(&r);
     /* dladdr takes the loader's lock, which an _exit from a signal handler may interrupt. */
     if (!roundtrim_round_inline_async())

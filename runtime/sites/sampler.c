@@ -8,7 +8,7 @@
 #include "policy/sample_math.h"
 #include "runtime/boundary/boundary.h"
 #include "runtime/python/frames.h"
-#include "runtime/core/real_dlsym.h"
+#include "runtime/sites/native_stack.h"
 #include "runtime/sites/site_table.h"
 #include "runtime/threads/worker_thread.h"
 #include "runtime/core/hash.h"
@@ -20,7 +20,6 @@ static uint64_t mean; /* bytes; set by roundtrim_sampler_start from ROUNDTRIM_SI
 static const char *skipped = "off";
 /* Why native frames are not taken while sampling runs (NULL when they are). */
 static const char *native_skipped;
-static int (*unw_backtrace_fn)(void **, int);
 static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left out */
 static uint64_t samples, dropped, sites_dropped;
 static uint32_t reported;
@@ -55,19 +54,9 @@ static int find_own_range(struct dl_phdr_info *info, size_t size, void *arg)
 const char *roundtrim_sampler_start(uint64_t mean_bytes)
 {
     mean = mean_bytes;
-    /* RTLD_LOCAL: libunwind also defines the _Unwind_* functions C++ exceptions use; loaded
-     * globally into every process it would take them over from libgcc. Without it, sampling
-     * still runs with the Python frames, which are read from the interpreter without any
-     * unwinding. libgcc's unwinder is no substitute: it takes a lock of its own and may allocate
-     * while holding it (frames registered by a JIT), and a sample taken there would wait on
-     * itself. */
-    roundtrim_dlerror_note();
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    roundtrim_dlsym_fn lookup = roundtrim_real_dlsym();
-    if (h && lookup)
-        unw_backtrace_fn = (int (*)(void **, int))lookup(h, "unw_backtrace");
-    roundtrim_dlerror_forget();
-    if (!unw_backtrace_fn)
+    /* Without libunwind, sampling still runs with the Python frames, which are read from the
+     * interpreter without any unwinding. */
+    if (!roundtrim_native_stack_init())
         native_skipped = "libunwind_missing";
     Dl_info self;
     if (dladdr((void *)roundtrim_sampler_start, &self) && self.dli_fbase)
@@ -83,6 +72,25 @@ const char *roundtrim_sampler_start(uint64_t mean_bytes)
     if (!__atomic_load_n(&roundtrim_worker_start_wanted, __ATOMIC_ACQUIRE))
         roundtrim_fast_path_resume();
     return NULL;
+}
+
+static uint64_t started_late_in;
+
+const char *roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round)
+{
+    if (!skipped)
+        return NULL;
+    if (!__atomic_load_n(&roundtrim_glibc_sizes, __ATOMIC_RELAXED))
+        return "allocator";
+    const char *why = roundtrim_sampler_start(mean_bytes);
+    if (!why)
+        started_late_in = round;
+    return why;
+}
+
+uint64_t roundtrim_sampler_since(void)
+{
+    return started_late_in;
 }
 
 const char *roundtrim_sampler_skipped(void)
@@ -128,9 +136,7 @@ static void draw_next(struct roundtrim_thread_counters *c)
 static int native_frames(uintptr_t *out)
 {
     void *ips[ROUNDTRIM_SITE_NATIVE_MAX + OWN_FRAMES_MAX];
-    if (!unw_backtrace_fn)
-        return 0;
-    int n = unw_backtrace_fn(ips, (int)(sizeof ips / sizeof ips[0]));
+    int n = roundtrim_native_stack(ips, (int)(sizeof ips / sizeof ips[0]));
     int depth = 0;
     for (int i = 0; i < n && depth < ROUNDTRIM_SITE_NATIVE_MAX; i++)
         if ((uintptr_t)ips[i] < own_lo || (uintptr_t)ips[i] >= own_hi)
@@ -143,7 +149,7 @@ static int python_frames(struct roundtrim_site_py *out)
     if (roundtrim_python_frames_unavailable())
         return 0;
     struct roundtrim_py_frame f[ROUNDTRIM_SITE_PYTHON_MAX];
-    int n = roundtrim_python_stack(f, ROUNDTRIM_SITE_PYTHON_MAX);
+    int n = roundtrim_python_stack_kept(f, ROUNDTRIM_SITE_PYTHON_MAX);
     for (int i = 0; i < n; i++) {
         out[i].code = f[i].code;
         out[i].line = f[i].line;
@@ -328,7 +334,9 @@ void roundtrim_sampler_fork_child(void)
     walks_in_flight = 0;
     fork_pending = 0;
     reported = 0;
+    started_late_in = 0;
     sampling_now = false;
+    roundtrim_native_stack_fork_child();
     roundtrim_sample_table_fork_child();
     roundtrim_site_table_fork_child();
 }

@@ -183,8 +183,10 @@ def context_line(proc, kept):
     every = _setting(start, "ROUNDTRIM_GC_ROUNDS", "1")
     window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", "10")
     job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", "0")
-    sites = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
-    sites_skipped = _reason(start.get("sites_skipped")) if sites else "-"
+    asked = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
+    # Unset, sampling starts by itself once live memory rises: its sites records say it ran.
+    sites = asked or bool(getattr(getattr(proc, "sites", None), "count", 0))
+    sites_skipped = _reason(start.get("sites_skipped")) if asked else "-"
     python = any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT for line in kept.samples)
     allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
     return " ".join(str(f) for f in (
@@ -293,6 +295,10 @@ def diagnosis_of(proc, resolver):
     if d.get("cause") == "leak":
         if proc.sites.count:
             d["sites"] = growing_sites(proc, resolver)
+            records = kept.sites_records()
+            since = records[-1].get("sampling_since") if records else None
+            if isinstance(since, int) and not isinstance(since, bool) and since > 0:
+                d["sites_since"] = since  # started by itself: sites hold what came since
             if not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
                 # The records say otherwise than the advice's sentence on sampled sites.
@@ -478,6 +484,9 @@ def text_parts(d):
                                  if isinstance(v, (int, float)))
                      + ")")
     lines.append(f"    {d.get('advice', '')}")
+    if d.get("sites") and d.get("sites_since"):
+        lines.append(f"    sites sampled from round {d['sites_since']} (started by the verdict of "
+                     "growth): their live bytes are what was allocated since")
     for n, site in enumerate(d.get("sites") or [], 1):
         lines.append(f"    growing site {n}: {site['name']} "
                      f"{_rate(site['bytes_per_round'])} over rounds {site.get('first_round')}-"

@@ -231,7 +231,7 @@ def growing_sites(window):
 
 # Each frame field's type as the library writes it: a field of any other type (a hand-edited or
 # damaged log) is read as absent, so that every later step sees only what it expects.
-PYTHON_FIELDS = {"file": str, "function": str, "line": int}
+PYTHON_FIELDS = {"file": str, "function": str, "line": int, "library": bool}
 NATIVE_FIELDS = {"module": str, "offset": str, "symbol": str}
 
 
@@ -239,7 +239,8 @@ def typed_frames(frames, fields):
     if not isinstance(frames, list):
         return []
     return [{k: v for k, v in f.items()
-             if k in fields and isinstance(v, fields[k]) and not isinstance(v, bool)}
+             if k in fields and isinstance(v, fields[k])
+             and (fields[k] is bool or not isinstance(v, bool))}
             for f in frames if isinstance(f, dict)]
 
 
@@ -337,11 +338,14 @@ def shown_frames(entry, native=False):
 
 
 def best_name(entry, resolver):
-    """What a person calls the site: its innermost Python frame, else its first named native
+    """What a person calls the site: its first Python frame of the program's own code (the
+    record marks library frames), else its innermost Python frame, else its first named native
     frame of the user's own, else of a runtime, else its first module+offset."""
     if entry.get("program_start"):
         return "the program's start"
-    for frame in python_frames(entry):
+    frames = python_frames(entry)
+    own = [f for f in frames if not f.get("library")]
+    for frame in own + frames:
         file = str(frame.get("file") or "?").rsplit("/", 1)[-1]
         return f"{frame.get('function') or '?'} ({file}:{frame.get('line', '?')})"
     natives = native_frames(entry)

@@ -49,6 +49,26 @@ def run(run_shim, mode, rounds=24):
     return res, [r for r in res.records if r.get("event") == "holders"]
 
 
+def test_the_searchs_gil_time_is_in_the_round_records(run_shim):
+    """Every step's GIL time is in a round record (the next one: a round's step runs after its
+    record), walks that ended or not; none before the leak verdict."""
+    res, walks = run(run_shim, "attribute")
+    assert walks
+    rounds = [r for r in res.records if r.get("event") == "round"]
+    costed = [r for r in rounds if "holders_steps" in r]
+    assert costed, rounds[-1]
+    assert all(r["holders_steps"] >= 1 and "holders_gil_us" in r for r in costed), costed
+    first_leak = next(r for r in res.records
+                      if r.get("event") == "diagnosis" and r["cause"] == "leak")
+    assert costed[0]["round"] > first_leak["round"], (costed[0]["round"], first_leak["round"])
+    # The walks' own totals are made of those steps: all but the step after the last round's
+    # record, which no round record follows (the walk that ends there has it).
+    last = rounds[-1]["round"]
+    ended = [w for w in walks if w["round"] < last]
+    assert sum(r["holders_steps"] for r in costed) >= sum(w["steps"] for w in walks) - 1
+    assert sum(r["holders_gil_us"] for r in costed) >= sum(w["gil_us"] for w in ended)
+
+
 @pytest.mark.parametrize("mode,path,kind,items", HOLDERS, ids=[h[0] for h in HOLDERS])
 def test_each_kind_of_holder_is_named_with_its_growth(run_shim, mode, path, kind, items):
     if mode in ("hooks", "tensors"):

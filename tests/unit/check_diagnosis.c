@@ -542,6 +542,53 @@ START_TEST(a_warm_up_that_stops_is_a_plateau_not_a_leak)
 }
 END_TEST
 
+START_TEST(a_leak_or_live_growth_on_its_way_asks_for_sites)
+{
+    struct roundtrim_diag_sample s[12];
+    struct roundtrim_diagnosis d;
+    double live[12];
+    /* A steady leak: a verdict that asks for the code that allocates it. */
+    for (int i = 0; i < 12; i++)
+        live[i] = i * 2 * MIB;
+    roundtrim_diagnose(s, shaped(s, 12, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert(roundtrim_diagnosis_wants_sites(&d));
+    /* A slow leak, unsure until it persists longer: on its way to a leak, sites too. */
+    for (int i = 0; i < 12; i++)
+        live[i] = i * 256 * 1024.0;
+    roundtrim_diagnose(s, shaped(s, 12, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
+    ck_assert(roundtrim_diagnosis_wants_sites(&d));
+    /* Rising in its latest window only (a sawtooth's long rise reads so): not yet. */
+    for (int i = 0; i < 10; i++)
+        live[i] = (i < 6 ? 0 : i - 5) * 2 * MIB;
+    roundtrim_diagnose(s, shaped(s, 10, live), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "unsure");
+    ck_assert(!roundtrim_diagnosis_wants_sites(&d));
+    /* Flat, a warm-up that stopped, a sawtooth: no sites. */
+    for (int i = 0; i < 12; i++)
+        live[i] = (i < 5 ? i : 4) * 2 * MIB;
+    roundtrim_diagnose(s, shaped(s, 12, live), &every_round, &d);
+    ck_assert(!roundtrim_diagnosis_wants_sites(&d));
+    struct roundtrim_diag_sample s30[30];
+    double saw[30];
+    for (int i = 0; i < 30; i++) /* cleared every fifth round after rising 3 MiB a round */
+        saw[i] = (i % 5) * 3 * MIB;
+    roundtrim_diagnose(s30, shaped(s30, 30, saw), &every_round, &d);
+    ck_assert_msg(!roundtrim_diagnosis_wants_sites(&d), "%s %s", roundtrim_cause_name(d.cause),
+                  d.decided_by);
+    /* Growth outside the heap (the samplers cannot see it): no sites. */
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_OTHER_ANON] = 4 * MIB;
+    roundtrim_diagnose(s, make(s, 12, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "outside_heap");
+    ck_assert(!roundtrim_diagnosis_wants_sites(&d));
+    /* Too few rounds for any verdict. */
+    roundtrim_diagnose(s, shaped(s, 2, live), &every_round, &d);
+    ck_assert(!roundtrim_diagnosis_wants_sites(&d));
+}
+END_TEST
+
 START_TEST(sawtooth_and_periodic_memory_is_flat)
 {
     /* Cleared every fifth round after rising 3 MiB a round (80% of the steps rise). */
@@ -1003,6 +1050,7 @@ int main(void)
     tcase_add_test(tc, a_leak_close_behind_a_growing_free_heap_is_named_first);
     tcase_add_test(tc, a_warm_up_that_stops_is_a_plateau_not_a_leak);
     tcase_add_test(tc, sawtooth_and_periodic_memory_is_flat);
+    tcase_add_test(tc, a_leak_or_live_growth_on_its_way_asks_for_sites);
     tcase_add_test(tc, one_step_is_a_new_level_and_steps_that_go_on_are_a_leak);
     tcase_add_test(tc, a_small_leak_among_noise_is_a_leak_whatever_its_size);
     tcase_add_test(tc, a_leak_that_starts_late_is_found_once_it_persists);

@@ -135,6 +135,7 @@ START_TEST(every_declared_key_and_only_those_are_written)
     ran.signal_rounds_off = "program_set_default";
     ran.cuda.present = ran.cuda.have_mem_info = true;
     ran.cuda.host_live_bytes = 1;
+    ran.holders_steps = ran.holders_gil_us = 1;
     struct roundtrim_round_record skipped = sample();
     skipped.counts_skipped = skipped.heap_live_skipped = RT_SKIP_allocator_before_roundtrim;
     skipped.heap_live_known = false;
