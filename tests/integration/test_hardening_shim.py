@@ -279,8 +279,11 @@ def cpython_verdict(suite, preload, tmp_path, dev=False, extra=None):
     # --timeout: a hang is a failure, not a stuck run
     argv = [PYTHON] + (["-X", "dev"] if dev else []) + ["-m", "test", "-w", "--timeout", "300",
                                                           suite]
+    # SIGINT as an interactive shell leaves it: a run started in the background inherits it
+    # ignored, and test_threading's interrupt_main tests then fail bare and preloaded alike.
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900,
-                          cwd=tmp_path)
+                          cwd=tmp_path,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return proc.returncode, proc.stdout[-3000:]
 
 
