@@ -11,7 +11,8 @@
 $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/round_fields.def \
                                  policy/mem_parts.def policy/skip_reasons.def \
                                  policy/diag_input.def policy/diag_causes.def \
-                                 policy/diagnosis.h $(wildcard runtime/output/*_fields.def)
+                                 policy/diagnosis.h policy/diagnosis_fields.def \
+                                 $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
 
@@ -46,3 +47,12 @@ $(BUILD)/docs/reference/log-file.md: docs/reference/log-file.md $(BUILD)/roundtr
 	@set -e; for r in $(EVENT_KEYS); do $(BUILD)/roundtrim-round-fields --event-keys $$r \
 	    > $@.$$r-keys; done
 	@$(DOC_FILL) $< $(foreach r,$(EVENT_KEYS),$(r)-keys $@.$(r)-keys) > $@.tmp && mv $@.tmp $@
+
+# The diagnosis record's keys (policy/diagnosis_fields.def) in the diagnosis page.
+DIAG_KEYS := diagnosis forecast advice-sites
+DOC_PAGES += docs/diagnosis.md
+$(BUILD)/docs/diagnosis.md: docs/diagnosis.md $(BUILD)/roundtrim-round-fields scripts/tools/doc-fill
+	@mkdir -p $(dir $@)
+	@set -e; for r in $(DIAG_KEYS); do $(BUILD)/roundtrim-round-fields --event-keys $$r \
+	    > $@.$$r-keys; done
+	@$(DOC_FILL) $< $(foreach r,$(DIAG_KEYS),$(r)-keys $@.$(r)-keys) > $@.tmp && mv $@.tmp $@

@@ -345,11 +345,6 @@ static void trend_of(const struct series *raw, double min_slope, struct trend *t
         t->since = growth_start(s, t->since, t->window_rounds);
 }
 
-static int64_t nearest(double v)
-{
-    return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
-}
-
 static void fmt_bytes(char *out, size_t cap, double b)
 {
     double a = b < 0 ? -b : b;
@@ -429,12 +424,6 @@ static void say_rate_rounds(struct roundtrim_diagnosis *d)
     say(d, " over rounds %llu-%llu", (unsigned long long)d->rate_first_round,
         (unsigned long long)d->last_round);
 }
-
-static const char *const sites_said_names[] = {
-    [RT_SITES_SAID_SAMPLED] = "sampled",
-    [RT_SITES_SAID_UNAVAILABLE] = "unavailable",
-    [RT_SITES_SAID_OFF] = "off",
-};
 
 static void advise_leak(struct roundtrim_diagnosis *d, const struct roundtrim_diag_context *ctx,
                         double g)
@@ -1192,100 +1181,4 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     if (d->findings & RT_FIND_IDLE_CACHE && d->cause != RT_CAUSE_CUDA_CACHE)
         advise_idle_cache(d, ctx, cached_mean);
     forecast(d, ctx, &win[w - 1]);
-}
-
-static void forecast_json(struct roundtrim_json *j, const struct roundtrim_forecast *f)
-{
-    if (f->skipped) {
-        roundtrim_json_str(j, "forecast_skipped", f->skipped);
-        return;
-    }
-    roundtrim_json_object_begin(j, "forecast");
-    roundtrim_json_u64(j, "rounds_to_limit", f->rounds_to_limit);
-    roundtrim_json_u64(j, "limit_round", f->limit_round);
-    roundtrim_json_u64(j, "headroom_bytes", f->headroom);
-    roundtrim_json_str(j, "headroom_of", roundtrim_headroom_of_name(f->headroom_of));
-    if (f->job_rounds)
-        roundtrim_json_u64(j, "job_rounds", f->job_rounds);
-    else
-        roundtrim_json_str(j, "job_rounds", NULL);
-    if (f->before_job_end >= 0)
-        roundtrim_json_bool(j, "before_job_end", f->before_job_end == 1);
-    else
-        roundtrim_json_str(j, "before_job_end", NULL);
-    roundtrim_json_object_end(j);
-}
-
-void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d)
-{
-    if (d->skipped) {
-        roundtrim_json_str(j, "cause", NULL);
-        roundtrim_json_str(j, "cause_skipped", d->skipped);
-        roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
-        roundtrim_json_str(j, "advice", d->advice);
-        return;
-    }
-    roundtrim_json_str(j, "cause", cause_names[d->cause]);
-    roundtrim_json_bool(j, "mixed", d->mixed);
-    roundtrim_json_str(j, "decided_by", d->decided_by);
-    roundtrim_json_u64(j, "rounds", (uint64_t)d->rounds);
-    roundtrim_json_u64(j, "first_round", d->first_round);
-    roundtrim_json_u64(j, "last_round", d->last_round);
-    roundtrim_json_u64(j, "persisted_windows", (uint64_t)d->persisted);
-    if (d->growing_since)
-        roundtrim_json_u64(j, "growing_since", d->growing_since);
-    if (d->decide_round)
-        roundtrim_json_u64(j, "decide_round", d->decide_round);
-    if (d->steps) {
-        roundtrim_json_u64(j, "steps", (uint64_t)d->steps);
-        roundtrim_json_u64(j, "last_step", d->last_step);
-    }
-    roundtrim_json_i64(j, "growth_bytes_per_round", (int64_t)nearest(d->growth_per_round));
-    roundtrim_json_u64(j, "growth_noise_bytes_per_round",
-                       (uint64_t)nearest(d->growth_noise_per_round));
-    roundtrim_json_object_begin(j, "slopes");
-    for (int p = 0; p < RT_PART_COUNT; p++) {
-        const char *name = roundtrim_mem_part_name((enum roundtrim_mem_part)p);
-        if (d->slope_known[p])
-            roundtrim_json_i64(j, name, (int64_t)nearest(d->slope[p]));
-        else
-            roundtrim_json_str(j, name, NULL);
-    }
-    roundtrim_json_object_end(j);
-    roundtrim_json_object_begin(j, "shares");
-    for (int k = 1; k < RT_CAUSE_COUNT; k++)
-        if (d->share[k] > 0)
-            roundtrim_json_u64(j, cause_names[k], (uint64_t)nearest(100 * d->share[k]));
-    roundtrim_json_object_end(j);
-    roundtrim_json_u64(j, "recovered_bytes_per_round", (uint64_t)nearest(d->recovered_per_round));
-    roundtrim_json_object_begin(j, "recovered");
-    roundtrim_json_u64(j, "gc", (uint64_t)nearest(d->gc_freed_per_round));
-    roundtrim_json_u64(j, "trim", (uint64_t)nearest(d->trim_released_per_round));
-    roundtrim_json_u64(j, "device", (uint64_t)nearest(d->device_released_per_round));
-    roundtrim_json_object_end(j);
-    roundtrim_json_object_begin(j, "held");
-    roundtrim_json_u64(j, "gc", (uint64_t)nearest(d->held_gc));
-    roundtrim_json_u64(j, "trim", (uint64_t)nearest(d->held_trim));
-    roundtrim_json_u64(j, "device", (uint64_t)nearest(d->held_device));
-    roundtrim_json_object_end(j);
-    roundtrim_json_array_begin(j, "findings");
-    for (unsigned b = 0; b < RT_FIND_COUNT_BITS; b++)
-        if (d->findings & (1u << b))
-            roundtrim_json_array_str(j, finding_names[b]);
-    roundtrim_json_array_end(j);
-    if (d->uncounted_per_round > 0)
-        roundtrim_json_u64(j, "uncounted_bytes_per_round",
-                           (uint64_t)nearest(d->uncounted_per_round));
-    roundtrim_json_u64(j, "gc_collected_per_round", (uint64_t)nearest(d->gc_collected_per_round));
-    roundtrim_json_u64(j, "heap_free_percent", (uint64_t)nearest(100 * d->heap_free_share));
-    roundtrim_json_bool(j, "collected", d->collected);
-    forecast_json(j, &d->forecast);
-    roundtrim_json_str(j, "advice", d->advice);
-    if (d->sites_advice.said != RT_SITES_SAID_NONE) {
-        roundtrim_json_object_begin(j, "advice_sites");
-        roundtrim_json_str(j, "said", sites_said_names[d->sites_advice.said]);
-        roundtrim_json_u64(j, "at", d->sites_advice.at);
-        roundtrim_json_u64(j, "length", d->sites_advice.length);
-        roundtrim_json_object_end(j);
-    }
 }

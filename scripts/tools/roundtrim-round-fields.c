@@ -8,8 +8,11 @@
  *   roundtrim-round-fields --python         scripts/roundtrim_report/fields.py
  *   roundtrim-round-fields --prom-expected  the reasons that are no failure, as a PromQL
  *                                           alternation (program_gc|program_trim|...)
- *   roundtrim-round-fields --event-keys R   the keys of the other records (R: start, exit,
- * pressure, holders, holder), from their tables in runtime/output, for docs/reference/log-file.md
+ *   roundtrim-round-fields --event-keys R   the keys of another record, from its table: R is
+ *                                           start, exit, pressure, holders or holder
+ *                                           (runtime/output, docs/reference/log-file.md),
+ *                                           diagnosis, forecast or advice-sites
+ *                                           (policy/diagnosis_fields.def, docs/diagnosis.md)
  */
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +131,23 @@ static const struct field holder_fields[] = {
 #include "runtime/output/holders_fields.def"
 };
 
+/* The diagnosis record's (policy/diagnosis_fields.def). */
+static const struct field diagnosis_fields[] = {
+#define RT_DIAG_FIELD(name, kind, unit, when, meaning, present, value)                             \
+    {#name, #kind, unit, when, meaning},
+#include "policy/diagnosis_fields.def"
+};
+static const struct field forecast_fields[] = {
+#define RT_FORECAST_FIELD(name, kind, unit, when, meaning, present, value)                         \
+    {#name, #kind, unit, when, meaning},
+#include "policy/diagnosis_fields.def"
+};
+static const struct field advice_sites_fields[] = {
+#define RT_ADVICE_SITES_FIELD(name, kind, unit, when, meaning, present, value)                     \
+    {#name, #kind, unit, when, meaning},
+#include "policy/diagnosis_fields.def"
+};
+
 /* The malloc family's counts, the round record's RT_TRAFFIC rows. */
 static const struct field traffic[] = {
 #define RT_TRAFFIC(name, unit, meaning) {#name, "UINT_OR_NULL", unit, "", meaning},
@@ -142,6 +162,16 @@ static const struct kind event_kinds[] = {
     {"INT", "whole number", "number"},
     {"SETTINGS", "object", "object"},
     {"PY_HOOKS", "text", "text"},
+    {"CAUSE", "text or null", "text_or_null"},
+    {"BOOL", "true or false", "bool"},
+    {"BOOL_OR_NULL", "true, false or null", "bool_or_null"},
+    {"SLOPES", "object: a number or null for each memory part", "object"},
+    {"SHARES", "object: a whole number for each cause with a share", "object"},
+    {"ACTION_BYTES", "object: gc, trim, device", "object"},
+    {"FINDINGS", "list of texts", "texts"},
+    {"FORECAST", "object (keys below)", "object"},
+    {"ADVICE_SITES", "object (keys below)", "object"},
+    {"SITES_SAID", "text", "text"},
     {"HOLDERS", "list of objects (below)", "list"},
 };
 
@@ -458,6 +488,13 @@ int main(int argc, char **argv)
         python();
     else if (argc == 2 && strcmp(argv[1], "--prom-expected") == 0)
         prom_expected();
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "diagnosis") == 0)
+        markdown_event(diagnosis_fields, COUNT(diagnosis_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "forecast") == 0)
+        markdown_event(forecast_fields, COUNT(forecast_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
+             strcmp(argv[2], "advice-sites") == 0)
+        markdown_event(advice_sites_fields, COUNT(advice_sites_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "start") == 0)
         markdown_event(start_fields, COUNT(start_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "exit") == 0)
@@ -471,7 +508,7 @@ int main(int argc, char **argv)
     else {
         fprintf(stderr,
                 "usage: %s --markdown | --python | --prom-expected | --event-keys "
-                "start|exit|pressure|holders|holder\n",
+                "start|exit|pressure|holders|holder|diagnosis|forecast|advice-sites\n",
                 argv[0]);
         return 2;
     }

@@ -58,9 +58,9 @@ def test_every_key_of_every_record_kind_is_in_the_json_report(run_shim, tmp_path
         assert not missing, (event, missing)
 
 
-def documented_keys(marker):
-    """The keys of a table of docs/reference/log-file.md (generated from the record's table)."""
-    page = (ROOT / "docs" / "reference" / "log-file.md").read_text()
+def documented_keys(marker, page="reference/log-file.md"):
+    """The keys of a table of a documentation page (generated from the record's table)."""
+    page = (ROOT / "docs" / page).read_text()
     block = page.split(f"<!-- {marker}:begin -->")[1].split(f"<!-- {marker}:end -->")[0]
     return [line.split("`")[1] for line in block.splitlines() if line.startswith("| `")]
 
@@ -69,8 +69,8 @@ def test_the_other_records_write_the_keys_their_tables_document_in_that_order(ru
                                                                                tmp_path):
     log = log_of_every_kind(run_shim, tmp_path)
     tables = {"start": "start-keys", "exit": "exit-keys", "exec": "exit-keys",
-              "pressure": "pressure-keys",
-              "holders": "holders-keys"}
+              "pressure": "pressure-keys", "holders": "holders-keys",
+              "diagnosis": "diagnosis-keys"}
     seen = set()
     for line in log.read_text().splitlines():
         rec = json.loads(line)
@@ -79,7 +79,17 @@ def test_the_other_records_write_the_keys_their_tables_document_in_that_order(ru
             continue
         seen.add(rec["event"])
         keys = [k for k in rec if k not in ("event", "pid", "ts")]
-        documented = documented_keys(marker)
+        if rec["event"] != "diagnosis":
+            documented = documented_keys(marker)
+        else:  # its round, then the table of docs/diagnosis.md
+            assert keys[0] == "round", keys
+            keys = keys[1:]
+            documented = documented_keys(marker, "diagnosis.md")
+            if "forecast" in rec:
+                assert list(rec["forecast"]) == documented_keys("forecast-keys", "diagnosis.md")
+            if "advice_sites" in rec:
+                assert list(rec["advice_sites"]) == documented_keys("advice-sites-keys",
+                                                                    "diagnosis.md")
         assert [k for k in documented if k in keys] == keys, (rec["event"], keys)
         for holder in rec.get("holders", []) if rec["event"] == "holders" else []:
             assert list(holder) == documented_keys("holder-keys")
