@@ -1,4 +1,6 @@
 #include "policy/diagnosis.h"
+
+#include "policy/diag_reason.h"
 #include "policy/json_writer.h"
 
 #include <stdarg.h>
@@ -1027,7 +1029,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     w = w > n ? n : w;
     d->rounds = (int)w;
     if (w < ROUNDTRIM_DIAG_MIN_ROUNDS) {
-        d->skipped = "too_few_rounds";
+        d->skipped = roundtrim_diag_reason_name(RT_DIAGR_TOO_FEW_ROUNDS);
         say(d,
             "%zu round(s) with their memory measured: a diagnosis needs %d. The first round "
             "(the program's start) and rounds recorded while the process exits have no "

@@ -109,7 +109,7 @@ struct roundtrim_sites_advice {
 };
 
 struct roundtrim_diagnosis {
-    const char *skipped; /* why no diagnosis: "too_few_rounds" (then the rest is empty) */
+    const char *skipped; /* why no diagnosis: a diagnosis reason (then the rest is empty) */
     enum roundtrim_cause cause;
     bool mixed;             /* no cause has most of the growth */
     const char *decided_by; /* "growth" (persistent), "flat", "not_yet" (unsure: too short),

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "policy/diag_reason.h"
+
 enum roundtrim_headroom_of roundtrim_headroom(const struct roundtrim_headroom_in *in,
                                               uint64_t *bytes)
 {
@@ -40,12 +42,13 @@ void roundtrim_forecast(const struct roundtrim_forecast_in *in, struct roundtrim
     *out = (struct roundtrim_forecast){.before_job_end = -1, .job_rounds = in->job_rounds};
     if (!in->growing || !(in->host_growth >= in->min_growth)) {
         /* A growth in device memory is bounded by the device, not by host memory. */
-        out->skipped =
-            in->growing && in->device_growth >= in->min_growth ? "device_growth" : "no_growth";
+        out->skipped = in->growing && in->device_growth >= in->min_growth
+                           ? roundtrim_diag_reason_name(RT_DIAGR_DEVICE_GROWTH)
+                           : roundtrim_diag_reason_name(RT_DIAGR_NO_GROWTH);
         return;
     }
     if (in->headroom_of == RT_HEADROOM_UNKNOWN) {
-        out->skipped = "headroom_unknown";
+        out->skipped = roundtrim_diag_reason_name(RT_DIAGR_HEADROOM_UNKNOWN);
         return;
     }
     out->headroom = in->headroom;
@@ -56,4 +59,13 @@ void roundtrim_forecast(const struct roundtrim_forecast_in *in, struct roundtrim
     out->limit_round = in->round + out->rounds_to_limit;
     if (in->job_rounds > 0)
         out->before_job_end = out->limit_round <= in->job_rounds;
+}
+
+const char *roundtrim_diag_reason_name(enum roundtrim_diag_reason r)
+{
+    static const char *const names[] = {
+#define RT_DIAG_REASON(id, name, meaning) [RT_DIAGR_##id] = #name,
+#include "policy/diag_causes.def"
+    };
+    return (unsigned)r < RT_DIAGR_COUNT ? names[r] : "unknown";
 }

@@ -34,7 +34,7 @@ const char *roundtrim_headroom_of_name(enum roundtrim_headroom_of of);
 /* The rounds left. growth: host memory bytes per round (the diagnosis's RSS part); round: the
  * latest round; job_rounds: the job's last round, 0 when unknown. */
 struct roundtrim_forecast {
-    const char *skipped;      /* why none: "no_growth", "device_growth", "headroom_unknown" */
+    const char *skipped;      /* why none: a diagnosis reason (policy/diag_reason.h) */
     uint64_t rounds_to_limit; /* rounds from `round` until the headroom is used up */
     uint64_t limit_round;     /* the round it is used up in */
     uint64_t headroom;        /* bytes, at `round` */

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS
+from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -370,10 +370,6 @@ def advice_without_sampled_sites(d):
     return advice[:at] + SITES_NONE + advice[at + length:]
 
 
-FORECAST_SKIPPED = {
-    "device_growth": "the growth is device memory, which host memory's limit does not bound",
-    "headroom_unknown": "no memory limit or available memory was read",
-}
 
 
 def forecast_line(d):
@@ -382,7 +378,8 @@ def forecast_line(d):
     f = d.get("forecast")
     if not isinstance(f, dict):
         skipped = d.get("forecast_skipped")
-        why = FORECAST_SKIPPED.get(skipped) if isinstance(skipped, str) else None
+        # no growth: nothing to foresee, no line
+        why = DIAG_REASONS.get(skipped) if skipped != "no_growth" else None
         return f"    forecast: none ({why})" if why else None
     rounds, at, room = f.get("rounds_to_limit"), f.get("limit_round"), f.get("headroom_bytes")
     if not (_whole(rounds) and _whole(at) and _whole(room)):

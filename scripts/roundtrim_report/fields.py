@@ -267,6 +267,16 @@ DIAG_FINDINGS = {
     "held_back": "due cleanup held back (pause limit, budget)",
 }
 
+# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).
+DIAG_REASONS = {
+    "too_few_rounds": "fewer rounds with their memory measured than a diagnosis needs",
+    "no_breakdown": "the round records have no memory breakdown (an older roundtrim): a leak "
+                    "cannot be told from fragmentation",
+    "no_growth": "memory does not grow: nothing to foresee",
+    "device_growth": "the growth is device memory, which host memory's limit does not bound",
+    "headroom_unknown": "no memory limit or available memory was read",
+}
+
 # Words older versions wrote for a reason, and the reason's name now: the report reads
 # old logs with them.
 SKIP_REASON_OLD_WORDS = {

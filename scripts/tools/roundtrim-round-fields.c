@@ -11,7 +11,8 @@
  *   roundtrim-round-fields --event-keys R   the keys of another record, from its table: R is
  *                                           start, exit, pressure, holders or holder
  *                                           (runtime/output, docs/reference/log-file.md),
- *                                           diagnosis, forecast or advice-sites
+ *                                           diagnosis, diagnosis-reasons, forecast or
+ *                                           advice-sites
  *                                           (policy/diagnosis_fields.def, docs/diagnosis.md)
  */
 #include <stdio.h>
@@ -99,6 +100,12 @@ static const struct {
     const char *name, *meaning;
 } findings[] = {
 #define RT_FINDING(id, name, meaning) {#name, meaning},
+#include "policy/diag_causes.def"
+};
+static const struct {
+    const char *name, *meaning;
+} diag_reasons[] = {
+#define RT_DIAG_REASON(id, name, meaning) {#name, meaning},
 #include "policy/diag_causes.def"
 };
 
@@ -256,6 +263,18 @@ static void markdown_event(const struct field *f, size_t n)
         }
         markdown_row("", "counts_skipped", "", reason, "", "the counts are null",
                      "why the malloc family was not counted");
+    }
+}
+
+/* Why a diagnosis has no verdict or no forecast. */
+static void markdown_diag_reasons(void)
+{
+    puts("| reason | meaning |");
+    puts("|---|---|");
+    for (size_t i = 0; i < COUNT(diag_reasons); i++) {
+        printf("| `%s` | ", diag_reasons[i].name);
+        cell(diag_reasons[i].meaning);
+        puts(" |");
     }
 }
 
@@ -452,6 +471,12 @@ static void python(void)
         py_dict_entry(findings[i].name, findings[i].meaning);
     puts("}");
     puts("");
+    puts("# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).");
+    puts("DIAG_REASONS = {");
+    for (size_t i = 0; i < COUNT(diag_reasons); i++)
+        py_dict_entry(diag_reasons[i].name, diag_reasons[i].meaning);
+    puts("}");
+    puts("");
     puts("# Words older versions wrote for a reason, and the reason's name now: the report reads");
     puts("# old logs with them.");
     puts("SKIP_REASON_OLD_WORDS = {");
@@ -490,6 +515,9 @@ int main(int argc, char **argv)
         prom_expected();
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "diagnosis") == 0)
         markdown_event(diagnosis_fields, COUNT(diagnosis_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
+             strcmp(argv[2], "diagnosis-reasons") == 0)
+        markdown_diag_reasons();
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "forecast") == 0)
         markdown_event(forecast_fields, COUNT(forecast_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
@@ -508,7 +536,8 @@ int main(int argc, char **argv)
     else {
         fprintf(stderr,
                 "usage: %s --markdown | --python | --prom-expected | --event-keys "
-                "start|exit|pressure|holders|holder|diagnosis|forecast|advice-sites\n",
+                "start|exit|pressure|holders|holder|diagnosis|diagnosis-reasons|forecast|advice-"
+                "sites\n",
                 argv[0]);
         return 2;
     }
