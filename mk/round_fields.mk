@@ -48,8 +48,9 @@ $(BUILD)/docs/reference/log-file.md: docs/reference/log-file.md $(BUILD)/roundtr
 	    > $@.$$r-keys; done
 	@$(DOC_FILL) $< $(foreach r,$(EVENT_KEYS),$(r)-keys $@.$(r)-keys) > $@.tmp && mv $@.tmp $@
 
-# The diagnosis record's keys (policy/diagnosis_fields.def) in the diagnosis page.
-DIAG_KEYS := diagnosis diagnosis-reasons forecast advice-sites
+# The diagnosis and sites records' keys (policy/diagnosis_fields.def,
+# runtime/output/sites_fields.def) in the diagnosis page.
+DIAG_KEYS := diagnosis diagnosis-reasons forecast advice-sites sites site py-frame
 DOC_PAGES += docs/diagnosis.md
 $(BUILD)/docs/diagnosis.md: docs/diagnosis.md $(BUILD)/roundtrim-round-fields scripts/tools/doc-fill
 	@mkdir -p $(dir $@)

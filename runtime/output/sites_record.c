@@ -8,6 +8,7 @@
 #include "policy/json_writer.h"
 #include "runtime/sites/frame_names.h"
 #include "runtime/sites/object_sampler.h"
+#include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/frames.h"
 #include "runtime/sites/sampler.h"
@@ -69,50 +70,68 @@ static int top(const uint64_t *value, uint32_t count, uint32_t *out, int n)
     return k;
 }
 
-static void python_frame(struct roundtrim_json *j, const struct roundtrim_site_py *f)
+static void put_INT(struct roundtrim_json *j, const char *key, int64_t v)
 {
-    const struct roundtrim_code_names *names = roundtrim_code_names_find(f->code, f->names_key);
-    roundtrim_json_object_begin(j, NULL);
-    roundtrim_json_str(j, "file", names ? names->file : NULL);
-    roundtrim_json_str(j, "function", names ? names->function : NULL);
-    roundtrim_json_i64(j, "line", f->line);
-    if (names && roundtrim_python_file_is_library(names->file))
-        roundtrim_json_bool(j, "library", true); /* the report names a site by the program's */
-    roundtrim_json_object_end(j);
+    roundtrim_json_i64(j, key, v);
+}
+
+static void put_FLAG(struct roundtrim_json *j, const char *key, int v)
+{
+    roundtrim_json_bool(j, key, v != 0);
+}
+
+static void put_HEX_ID(struct roundtrim_json *j, const char *key, uint64_t id)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%016llx", (unsigned long long)id);
+    roundtrim_json_str(j, key, text);
+}
+
+static void put_PY_FRAMES(struct roundtrim_json *j, const char *key, const struct roundtrim_site *s)
+{
+    roundtrim_json_array_begin(j, key);
+    for (int k = 0; k < s->py_depth; k++) {
+        const struct roundtrim_site_py *f = &s->py[k];
+        const struct roundtrim_code_names *n = roundtrim_code_names_find(f->code, f->names_key);
+        roundtrim_json_object_begin(j, NULL);
+#define RT_PY_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                         \
+    RT_EVENT_PUT(j, name, kind, present, value);
+#include "runtime/output/sites_fields.def"
+        roundtrim_json_object_end(j);
+    }
+    roundtrim_json_array_end(j);
+}
+
+static void put_NATIVE_FRAMES(struct roundtrim_json *j, const char *key,
+                              const struct roundtrim_site *s)
+{
+    roundtrim_json_array_begin(j, key);
+    for (int k = 0; k < s->depth; k++)
+        roundtrim_frame_json(j, s->frames[k]);
+    roundtrim_json_array_end(j);
 }
 
 static void site_object(struct roundtrim_json *j, uint32_t i)
 {
     const struct roundtrim_site *s = roundtrim_site_at(i);
-    char id[24];
-    snprintf(id, sizeof id, "%016llx", (unsigned long long)s->id);
     roundtrim_json_object_begin(j, NULL);
-    roundtrim_json_str(j, "site", id);
-    if (s->kind == RT_SITE_LINE) /* counted at its Python line: the stack is its first sample's */
-        roundtrim_json_bool(j, "line_site", true);
-    else if (s->kind == RT_SITE_START) /* the program's start: its first round, no stacks */
-        roundtrim_json_bool(j, "program_start", true);
-    roundtrim_json_u64(j, "round_live_bytes", round_live[i]);
-    roundtrim_json_u64(j, "live_bytes", live[i]);
-    roundtrim_json_i64(j, "grown_bytes", (int64_t)(live[i] - live_before[i]));
-    roundtrim_json_u64(j, "alloc_bytes", __atomic_load_n(&s->alloc_bytes, __ATOMIC_RELAXED));
-    roundtrim_json_u64(j, "free_bytes", __atomic_load_n(&s->free_bytes, __ATOMIC_RELAXED));
-    roundtrim_json_array_begin(j, "python");
-    for (int k = 0; k < s->py_depth; k++)
-        python_frame(j, &s->py[k]);
-    roundtrim_json_array_end(j);
-    roundtrim_json_array_begin(j, "frames");
-    for (int k = 0; k < s->depth; k++)
-        roundtrim_frame_json(j, s->frames[k]);
-    roundtrim_json_array_end(j);
+#define RT_SITE_FIELD(name, kind, unit, when, meaning, present, value)                             \
+    RT_EVENT_PUT(j, name, kind, present, value);
+#include "runtime/output/sites_fields.def"
     roundtrim_json_object_end(j);
 }
 
-static void site_list(struct roundtrim_json *j, const char *key, const uint32_t *idx, int n)
+/* One of the record's lists: the sites at these indexes. */
+struct site_list {
+    const uint32_t *idx;
+    int n;
+};
+
+static void put_SITES(struct roundtrim_json *j, const char *key, struct site_list l)
 {
     roundtrim_json_array_begin(j, key);
-    for (int k = 0; k < n; k++)
-        site_object(j, idx[k]);
+    for (int k = 0; k < l.n; k++)
+        site_object(j, l.idx[k]);
     roundtrim_json_array_end(j);
 }
 
@@ -172,23 +191,9 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
 
     struct roundtrim_json j;
     roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
-    roundtrim_json_u64(&j, "round", last);
-    roundtrim_json_u64(&j, "sample_bytes", roundtrim_sampler_mean());
-    roundtrim_json_u64(&j, "sampling_since", roundtrim_sampler_since());
-    roundtrim_json_str(&j, "native_frames_skipped", roundtrim_sampler_native_skipped());
-    roundtrim_json_u64(&j, "samples", t.samples);
-    roundtrim_json_u64(&j, "samples_live", samples_live);
-    roundtrim_json_u64(&j, "samples_dropped", t.dropped);
-    roundtrim_json_u64(&j, "sites", sites);
-    roundtrim_json_u64(&j, "sites_dropped", sites_dropped);
-    roundtrim_json_u64(&j, "sites_given_back", given_back);
-    roundtrim_json_str(&j, "python_frames_skipped", roundtrim_python_frames_unavailable());
-    roundtrim_json_str(&j, "python_objects_skipped", roundtrim_python_objects_skipped());
-    roundtrim_json_u64(&j, "python_objects_since", roundtrim_python_objects_since());
-    site_list(&j, "grown", by_growth, n_growth);
-    site_list(&j, "round_live", by_round, n_round);
-    site_list(&j, "live", by_live, n_live);
-    site_list(&j, "shrunk", by_fall, n_fall);
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    RT_EVENT_PUT(&j, name, kind, present, value);
+#include "runtime/output/sites_fields.def"
     size_t len = roundtrim_json_end(&j);
     if (len > 0)
         roundtrim_log_write(line, len);

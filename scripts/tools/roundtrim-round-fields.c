@@ -11,9 +11,10 @@
  *   roundtrim-round-fields --event-keys R   the keys of another record, from its table: R is
  *                                           start, exit, pressure, holders or holder
  *                                           (runtime/output, docs/reference/log-file.md),
- *                                           diagnosis, diagnosis-reasons, forecast or
- *                                           advice-sites
- *                                           (policy/diagnosis_fields.def, docs/diagnosis.md)
+ *                                           diagnosis, diagnosis-reasons, forecast,
+ *                                           advice-sites, sites, site or py-frame
+ *                                           (policy/diagnosis_fields.def and
+ *                                           runtime/output/sites_fields.def, docs/diagnosis.md)
  */
 #include <stdio.h>
 #include <string.h>
@@ -138,6 +139,23 @@ static const struct field holder_fields[] = {
 #include "runtime/output/holders_fields.def"
 };
 
+/* The sites record's, its sites' and their Python frames' (runtime/output/sites_fields.def). */
+static const struct field sites_fields[] = {
+#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/sites_fields.def"
+};
+static const struct field site_fields[] = {
+#define RT_SITE_FIELD(name, kind, unit, when, meaning, present, value)                             \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/sites_fields.def"
+};
+static const struct field py_frame_fields[] = {
+#define RT_PY_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                         \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/sites_fields.def"
+};
+
 /* The diagnosis record's (policy/diagnosis_fields.def). */
 static const struct field diagnosis_fields[] = {
 #define RT_DIAG_FIELD(name, kind, unit, when, meaning, present, value)                             \
@@ -179,6 +197,10 @@ static const struct kind event_kinds[] = {
     {"FORECAST", "object (keys below)", "object"},
     {"ADVICE_SITES", "object (keys below)", "object"},
     {"SITES_SAID", "text", "text"},
+    {"SITES", "list of sites (keys below)", "list"},
+    {"HEX_ID", "text (16 hexadecimal digits)", "text"},
+    {"PY_FRAMES", "list of objects (keys below)", "list"},
+    {"NATIVE_FRAMES", "list of objects", "list"},
     {"HOLDERS", "list of objects (below)", "list"},
 };
 
@@ -515,6 +537,12 @@ int main(int argc, char **argv)
         prom_expected();
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "diagnosis") == 0)
         markdown_event(diagnosis_fields, COUNT(diagnosis_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "sites") == 0)
+        markdown_event(sites_fields, COUNT(sites_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "site") == 0)
+        markdown_event(site_fields, COUNT(site_fields));
+    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "py-frame") == 0)
+        markdown_event(py_frame_fields, COUNT(py_frame_fields));
     else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
              strcmp(argv[2], "diagnosis-reasons") == 0)
         markdown_diag_reasons();

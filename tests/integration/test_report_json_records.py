@@ -70,7 +70,7 @@ def test_the_other_records_write_the_keys_their_tables_document_in_that_order(ru
     log = log_of_every_kind(run_shim, tmp_path)
     tables = {"start": "start-keys", "exit": "exit-keys", "exec": "exit-keys",
               "pressure": "pressure-keys", "holders": "holders-keys",
-              "diagnosis": "diagnosis-keys"}
+              "diagnosis": "diagnosis-keys", "sites": "sites-keys"}
     seen = set()
     for line in log.read_text().splitlines():
         rec = json.loads(line)
@@ -79,7 +79,15 @@ def test_the_other_records_write_the_keys_their_tables_document_in_that_order(ru
             continue
         seen.add(rec["event"])
         keys = [k for k in rec if k not in ("event", "pid", "ts")]
-        if rec["event"] != "diagnosis":
+        if rec["event"] == "sites":  # its tables are in the diagnosis page
+            documented = documented_keys(marker, "diagnosis.md")
+            site_keys = documented_keys("site-keys", "diagnosis.md")
+            frame_keys = documented_keys("py-frame-keys", "diagnosis.md")
+            for site in (x for key in ("grown", "round_live", "live", "shrunk") for x in rec[key]):
+                assert [k for k in site_keys if k in site] == list(site), site
+                for frame in site["python"]:
+                    assert [k for k in frame_keys if k in frame] == list(frame), frame
+        elif rec["event"] != "diagnosis":
             documented = documented_keys(marker)
         else:  # its round, then the table of docs/diagnosis.md
             assert keys[0] == "round", keys
