@@ -527,6 +527,39 @@ static void prom_expected(void)
     putchar('\n');
 }
 
+/* The tables --event-keys prints, by name. */
+static const struct {
+    const char *name;
+    const struct field *fields;
+    size_t count;
+} event_tables[] = {
+#define TABLE(name, fields)                                                                        \
+    {                                                                                              \
+        name, fields, COUNT(fields)                                                                \
+    }
+    TABLE("start", start_fields),       TABLE("exit", exit_fields),
+    TABLE("pressure", pressure_fields), TABLE("holders", holders_fields),
+    TABLE("holder", holder_fields),     TABLE("diagnosis", diagnosis_fields),
+    TABLE("forecast", forecast_fields), TABLE("advice-sites", advice_sites_fields),
+    TABLE("sites", sites_fields),       TABLE("site", site_fields),
+    TABLE("py-frame", py_frame_fields),
+#undef TABLE
+};
+
+static int event_keys(const char *name)
+{
+    if (strcmp(name, "diagnosis-reasons") == 0) {
+        markdown_diag_reasons();
+        return 1;
+    }
+    for (size_t i = 0; i < COUNT(event_tables); i++)
+        if (strcmp(name, event_tables[i].name) == 0) {
+            markdown_event(event_tables[i].fields, event_tables[i].count);
+            return 1;
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--markdown") == 0)
@@ -535,38 +568,13 @@ int main(int argc, char **argv)
         python();
     else if (argc == 2 && strcmp(argv[1], "--prom-expected") == 0)
         prom_expected();
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "diagnosis") == 0)
-        markdown_event(diagnosis_fields, COUNT(diagnosis_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "sites") == 0)
-        markdown_event(sites_fields, COUNT(sites_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "site") == 0)
-        markdown_event(site_fields, COUNT(site_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "py-frame") == 0)
-        markdown_event(py_frame_fields, COUNT(py_frame_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
-             strcmp(argv[2], "diagnosis-reasons") == 0)
-        markdown_diag_reasons();
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "forecast") == 0)
-        markdown_event(forecast_fields, COUNT(forecast_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 &&
-             strcmp(argv[2], "advice-sites") == 0)
-        markdown_event(advice_sites_fields, COUNT(advice_sites_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "start") == 0)
-        markdown_event(start_fields, COUNT(start_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "exit") == 0)
-        markdown_event(exit_fields, COUNT(exit_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "pressure") == 0)
-        markdown_event(pressure_fields, COUNT(pressure_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "holders") == 0)
-        markdown_event(holders_fields, COUNT(holders_fields));
-    else if (argc == 3 && strcmp(argv[1], "--event-keys") == 0 && strcmp(argv[2], "holder") == 0)
-        markdown_event(holder_fields, COUNT(holder_fields));
-    else {
-        fprintf(stderr,
-                "usage: %s --markdown | --python | --prom-expected | --event-keys "
-                "start|exit|pressure|holders|holder|diagnosis|diagnosis-reasons|forecast|advice-"
-                "sites\n",
+    else if (!(argc == 3 && strcmp(argv[1], "--event-keys") == 0 && event_keys(argv[2]))) {
+        fprintf(stderr, "usage: %s --markdown | --python | --prom-expected | --event-keys NAME\n",
                 argv[0]);
+        fputs("NAME: diagnosis-reasons", stderr);
+        for (size_t i = 0; i < COUNT(event_tables); i++)
+            fprintf(stderr, ", %s", event_tables[i].name);
+        fputc('\n', stderr);
         return 2;
     }
     return ferror(stdout) || fflush(stdout) ? 1 : 0;
