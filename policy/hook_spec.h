@@ -5,7 +5,7 @@
  * policy/framework_hooks.h, on top of the names) or "module:qualname", both parts dotted Python
  * names of ASCII letters, digits and underscores ("mypkg.train:Trainer.fit"). Unset or empty is
  * "auto"; "none" or "off", alone, turns the round hooks off. Every other item is ignored with one
- * warning line. Whether a name exists is for the runtime to find out (runtime/python/hook.h).
+ * warning line. Whether a name exists is for the runtime to find out (runtime/python/round_hook.h).
  *
  * Pure: no process state, no allocation; the caller owns what is filled in. */
 #ifndef ROUNDTRIM_POLICY_HOOK_SPEC_H

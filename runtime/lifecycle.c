@@ -22,7 +22,7 @@
 #include "runtime/python/api.h"
 #include "runtime/python/bridge.h"
 #include "runtime/python/gil.h"
-#include "runtime/python/hook.h"
+#include "runtime/python/round_hook.h"
 #include "runtime/rounds/round.h"
 #include "runtime/rounds/worker.h"
 #include "runtime/sites/sampler.h"

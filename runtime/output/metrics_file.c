@@ -17,7 +17,7 @@
 #include "runtime/core/safe_file.h"
 #include "runtime/core/settings.h"
 #include "runtime/alloc/thread_counters.h"
-#include "runtime/python/hook.h"
+#include "runtime/python/round_hook.h"
 
 static uint64_t released_total, cuda_alloc_total, cuda_free_total, cleanup_cpu_total;
 static struct roundtrim_skip_counts skips;

@@ -9,7 +9,7 @@
 #include "runtime/alloc/page_release.h"
 #include "runtime/output/event_fields.h"
 #include "runtime/output/no_rounds.h"
-#include "runtime/python/hook.h"
+#include "runtime/python/round_hook.h"
 #include "runtime/sites/sampler.h"
 #include "runtime/core/settings.h"
 

@@ -9,7 +9,7 @@
 #include "runtime/core/clock.h"
 #include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
-#include "runtime/python/hook.h"
+#include "runtime/python/round_hook.h"
 
 /* The malloc family's counts: the round record's traffic keys, with its null. */
 static void put_TRAFFIC(struct roundtrim_json *j, const char *key, struct roundtrim_traffic t)

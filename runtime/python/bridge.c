@@ -1,6 +1,6 @@
 /* The embedded CPython interpreter: found at run time, driven from roundtrim's worker through a
  * helper thread that takes the GIL (runtime/python/gil.h), hooked through an audit hook
- * (runtime/python/hook.h). */
+ * (runtime/python/round_hook.h). */
 #include "runtime/python/bridge.h"
 
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include "runtime/python/api.h"
 #include "runtime/python/arenas.h"
 #include "runtime/python/gil.h"
-#include "runtime/python/hook.h"
+#include "runtime/python/round_hook.h"
 
 #define P roundtrim_py
 

@@ -79,10 +79,10 @@ def table_words(kind):
 
 
 # Literals in the library's C that spell a reason's word and mean something else.
-NOT_REASONS = {("runtime/python/hook_audit.c", "exec"),  # the audit event
+NOT_REASONS = {("runtime/python/round_hook_audit.c", "exec"),  # the audit event
                ("runtime/python/holders.c", "exec"),     # the builtin
                ("runtime/rounds/round_exit.c", "exec"),  # the record's event
-               ("runtime/python/hook_bind.c", "failed")}  # a hook's binding message
+               ("runtime/python/round_hook_bind.c", "failed")}  # a hook's binding message
 
 
 def test_the_library_says_reasons_only_through_the_table():

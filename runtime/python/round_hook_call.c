@@ -1,4 +1,4 @@
-#include "runtime/python/hook_call.h"
+#include "runtime/python/round_hook_call.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* The object bound in place of a hooked function: a small C type ("roundtrim.hook", made from a
  * spec at the first use, so that it fits the running interpreter's object header). Its call runs
- * the function between roundtrim_py_hook_call_begin and _end (runtime/python/hook_call.h), adds no
+ * the function between roundtrim_py_hook_call_begin and _end (runtime/python/round_hook_call.h), adds no
  * Python frame to tracebacks and passes the result or the exception through untouched. It
  * forwards every other attribute, __class__ included (so inspect sees the same signature, name,
  * code and __wrapped__ chain, and isinstance(proxy, types.FunctionType) holds), compares, hashes
@@ -8,8 +8,8 @@
  * by name (pickle finds the proxy again under the function's module and qualified name).
  *
  * With the GIL held. */
-#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_PROXY_H
-#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_PROXY_H
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_PROXY_H
+#define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_PROXY_H
 
 #include <stdbool.h>
 #include <stddef.h>

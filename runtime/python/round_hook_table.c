@@ -1,4 +1,4 @@
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook_table.h"
 
 #include <stdio.h>
 #include <string.h>

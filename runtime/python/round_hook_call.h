@@ -4,16 +4,16 @@
  * ("source":"python", "hook" naming the entry) when the row counts as a round then: a user's name
  * always, a framework row by its role, its framework's server side and its marks.
  *
- * From the proxy's call (runtime/python/hook_proxy.h), with the GIL held; the entries are those of
- * runtime/python/hook_table.h. */
-#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_CALL_H
-#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_CALL_H
+ * From the proxy's call (runtime/python/round_hook_proxy.h), with the GIL held; the entries are those of
+ * runtime/python/round_hook_table.h. */
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_CALL_H
+#define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_CALL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/python/api.h"
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook_table.h"
 
 struct roundtrim_py_hook_call {
     struct roundtrim_py_hook *hook; /* NULL: an index outside the table (counts, ends no round) */

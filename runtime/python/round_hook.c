@@ -1,12 +1,12 @@
 /* The start of the round hooks: ROUNDTRIM_PY_HOOK read (policy/hook_spec.h), the table filled
- * (runtime/python/hook_table.h), the audit hook added (runtime/python/hook_audit.h). */
-#include "runtime/python/hook.h"
+ * (runtime/python/round_hook_table.h), the audit hook added (runtime/python/round_hook_audit.h). */
+#include "runtime/python/round_hook.h"
 
 #include "policy/hook_spec.h"
 #include "runtime/core/settings.h"
 #include "runtime/python/api.h"
-#include "runtime/python/hook_audit.h"
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook_audit.h"
+#include "runtime/python/round_hook_table.h"
 
 #define P     roundtrim_py
 #define HOOKS roundtrim_py_hook_table

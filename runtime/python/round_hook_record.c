@@ -1,5 +1,5 @@
-/* The hooks' part of the start and exit records (runtime/python/hook.h), from the table alone
- * (runtime/python/hook_table.h): no Python state is read, so the exit record can be written with
+/* The hooks' part of the start and exit records (runtime/python/round_hook.h), from the table alone
+ * (runtime/python/round_hook_table.h): no Python state is read, so the exit record can be written with
  * the interpreter gone or the GIL held by someone else. */
 #include <stddef.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 #include "runtime/core/settings.h"
 
 #include "policy/json_writer.h"
-#include "runtime/python/hook.h"
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook.h"
+#include "runtime/python/round_hook_table.h"
 
 #define HOOKS roundtrim_py_hook_table
 

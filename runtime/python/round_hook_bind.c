@@ -1,10 +1,10 @@
-#include "runtime/python/hook_bind.h"
+#include "runtime/python/round_hook_bind.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/core/settings.h"
-#include "runtime/python/hook_proxy.h"
+#include "runtime/python/round_hook_proxy.h"
 #include "runtime/python/program_gc.h"
 
 #define P     roundtrim_py

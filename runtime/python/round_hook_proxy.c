@@ -1,8 +1,8 @@
-#include "runtime/python/hook_proxy.h"
+#include "runtime/python/round_hook_proxy.h"
 
 #include <stdint.h>
 
-#include "runtime/python/hook_call.h"
+#include "runtime/python/round_hook_call.h"
 
 #define P roundtrim_py
 

@@ -2,20 +2,20 @@
  * framework row waits for its framework's top-level package and leaves when that package's
  * __version__ is not one of the row's; "Class.method" is resolved along the class's MRO, reading
  * namespaces only (no descriptor, no module __getattr__, nothing that may import); the proxy
- * (runtime/python/hook_proxy.h) is bound under the attribute's own name, inside a staticmethod or
- * classmethod when the function was in one. Then the entry settles (runtime/python/hook_table.h):
+ * (runtime/python/round_hook_proxy.h) is bound under the attribute's own name, inside a staticmethod or
+ * classmethod when the function was in one. Then the entry settles (runtime/python/round_hook_table.h):
  * ATTACHED, DROPPED (a name the user gave gets one warning line) or NOT_THIS_VERSION.
  *
- * When to try is runtime/python/hook_audit.h's business; everything here runs with the GIL held
+ * When to try is runtime/python/round_hook_audit.h's business; everything here runs with the GIL held
  * from there, and may leave a Python exception set for the caller to clear. */
-#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_BIND_H
-#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_BIND_H
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_BIND_H
+#define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_BIND_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "runtime/python/api.h"
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook_table.h"
 
 /* One event's look at the frameworks: sys.modules read once, and each framework found absent
  * is not looked up again for its other rows. */

@@ -2,13 +2,13 @@
  * framework table's rows (policy/framework_hooks.h) not already named, each with the state of its
  * binding.
  *
- * Filled once by roundtrim_py_hooks_init (runtime/python/hook.c) before the audit hook exists;
+ * Filled once by roundtrim_py_hooks_init (runtime/python/round_hook.c) before the audit hook exists;
  * from then on the entries' fields and the counters are changed only with the GIL held (the audit
  * hook and its weakref callbacks, hook_bind.h; the proxies' calls, hook_call.h), and the records
  * (hook_record.c) read them without it. Entries never move or leave: an entry's index is how a
  * proxy names it. */
-#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_TABLE_H
-#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_TABLE_H
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_TABLE_H
+#define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
-#include "runtime/python/hook_audit.h"
+#include "runtime/python/round_hook_audit.h"
 
 #include <string.h>
 
 #include "runtime/core/settings.h"
 #include "runtime/python/api.h"
 #include "runtime/python/audit_entry.h"
-#include "runtime/python/hook_bind.h"
-#include "runtime/python/hook_table.h"
+#include "runtime/python/round_hook_bind.h"
+#include "runtime/python/round_hook_table.h"
 
 #define P     roundtrim_py
 #define HOOKS roundtrim_py_hook_table

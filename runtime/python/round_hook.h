@@ -19,8 +19,8 @@
  * hook_bind.h (where: finding the name and binding the proxy), hook_proxy.h (the proxy type),
  * hook_call.h (what a call means: tests, marks, nesting, the boundary) and hook_record.c (the
  * records below). */
-#ifndef ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
-#define ROUNDTRIM_RUNTIME_PYTHON_HOOK_H
+#ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_H
+#define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_H
 
 struct roundtrim_json;
 
