@@ -18,9 +18,10 @@ SCHEMA_DIR = Path("/usr/share/gocode/src/github.com/container-orchestrated-devic
 IN_CONTAINER = "/opt/roundtrim/lib/libroundtrim.so"
 
 
-def cdi(*args, cwd=None):
+def cdi(*args, cwd=None, extra_env=None):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ROUNDTRIM_", "NVFLARE_")) and k != "LD_PRELOAD"}
+           if not k.startswith(("ROUNDTRIM_", "NVFLARE_")) and k not in ("LD_PRELOAD", "CDPATH")}
+    env.update(extra_env or {})
     return subprocess.run([str(ROUNDTRIM), "cdi", *map(str, args)], capture_output=True,
                           text=True, timeout=60, env=env, cwd=cwd)
 
@@ -168,3 +169,40 @@ def test_a_missing_logs_folder_or_library_stops_it(tmp_path):
     assert "no such folder" in res.stderr and "chmod 1777" in res.stderr
     res = cdi("--lib", tmp_path / "absent.so", "--logs", tmp_path)
     assert res.returncode == 1 and "no such file" in res.stderr
+
+
+@pytest.mark.parametrize("name", ["spec.json", "link.json"])
+def test_an_output_that_is_a_folder_is_refused(tmp_path, logs, name):
+    """mv would move the spec into the folder (or the one a symlink names) under a hidden
+    temporary name that no runtime reads."""
+    (tmp_path / "spec.json").mkdir()
+    (tmp_path / "link.json").symlink_to(logs)
+    res = cdi("--lib", LIB, "--logs", logs, "--output", tmp_path / name)
+    assert res.returncode == 1 and "is a folder" in res.stderr, res.stderr
+    assert "wrote" not in res.stderr
+    assert list((tmp_path / "spec.json").iterdir()) == [] and list(logs.iterdir()) == []
+
+
+def test_a_spec_that_cannot_be_written_is_a_failure_not_a_success(logs):
+    res = cdi("--lib", LIB, "--logs", logs, "--output", "/proc/self/roundtrim-cdi.json")
+    assert res.returncode == 1 and "cannot write" in res.stderr, res.stderr
+    assert "wrote" not in res.stderr
+
+
+def test_a_path_ending_in_a_newline_is_refused_not_shortened(tmp_path, logs):
+    """$(...) drops trailing newlines: 'logs<newline>' would turn into the folder 'logs'."""
+    (tmp_path / "logs\n").mkdir()
+    for option in ("--logs", "--output"):
+        path = f"{logs}\n" if option == "--logs" else f"{logs}\n/spec.json"
+        res = cdi("--lib", LIB, "--logs", logs, option, path)
+        assert res.returncode == 2 and "control character" in res.stderr, res.stderr
+    assert list(logs.iterdir()) == [] and list((tmp_path / "logs\n").iterdir()) == []
+
+
+def test_a_relative_logs_folder_is_the_working_directory_s_even_with_cdpath(tmp_path, logs):
+    (tmp_path / "elsewhere" / "logs").mkdir(parents=True)
+    res = cdi("--lib", LIB, "--logs", "logs", cwd=tmp_path,
+              extra_env={"CDPATH": str(tmp_path / "elsewhere")})
+    assert res.returncode == 0, res.stderr
+    hosts = [m["hostPath"] for m in devices(json.loads(res.stdout))["on"]["mounts"]]
+    assert str(logs) in hosts
