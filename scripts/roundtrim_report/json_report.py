@@ -40,17 +40,38 @@ def print_json(procs, resolver, out):
     out.write("\n ]\n}\n")
 
 
+# The deepest record kept whole: finite() and the indenting encoder recurse once or twice a
+# level, so a record the reader parsed (up to about 1000 levels) could end the document half
+# written. The library's records nest a few levels.
+MAX_NESTING = 64
+
+
 def latest_records(proc):
-    """The latest record of each kind but the diagnosis, in the log's order of kinds."""
+    """The latest record of each kind but the diagnosis, in the log's order of kinds; one that
+    nests deeper than MAX_NESTING is left out."""
     kept = proc.latest or {}
     out = {}
     for event in EVENTS:
         if event in kept and event != "diagnosis":
             try:
-                out[event] = json.loads(kept[event])
+                record = json.loads(kept[event])
             except ValueError:  # a line the reader completed: kept as it parsed
                 continue
+            if nesting(record) <= MAX_NESTING:
+                out[event] = record
     return out
+
+
+def nesting(value):
+    """How many objects and arrays deep value goes (without recursion)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict)
+                                                  else value))
+    return deepest
 
 
 def finite(value):

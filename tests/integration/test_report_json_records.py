@@ -102,3 +102,20 @@ def test_the_other_records_write_the_keys_their_tables_document_in_that_order(ru
         for holder in rec.get("holders", []) if rec["event"] == "holders" else []:
             assert list(holder) == documented_keys("holder-keys")
     assert seen == set(tables), seen
+
+
+def test_a_record_that_nests_too_deep_is_left_out_and_the_document_stays_whole(tmp_path):
+    """A record the reader parses but that nests hundreds of levels deep must not end the JSON
+    document half written; records of ordinary depth are still kept whole."""
+    start = {"event": "start", "pid": 7, "ts": 1.0, "role": "client", "exe": "/x",
+             "extra": [[[[{"a": [1]}]]]]}
+    deep = "[" * 600 + "]" * 600
+    log = tmp_path / "deep.jsonl"
+    log.write_text(json.dumps(start) + "\n"
+                   + '{"event": "round", "pid": 7, "round": 1, "ts": 2.0, "junk": ' + deep
+                   + "}\n")
+    res = subprocess.run([str(ROUNDTRIM), "report", "--json", str(log)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    (proc,) = json.loads(res.stdout)["processes"]
+    assert proc["latest_records"] == {"start": start}
