@@ -370,8 +370,6 @@ def advice_without_sampled_sites(d):
     return advice[:at] + SITES_NONE + advice[at + length:]
 
 
-
-
 def forecast_line(d):
     """When the growth reaches the memory limit, as the diagnosis's forecast says: the line the
     report gives first after the verdict, or None where there is nothing to foresee."""

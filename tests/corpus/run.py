@@ -37,6 +37,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from roundtrim_report import diagnosis as report_diagnosis  # noqa: E402  (its reading of advice)
+
 PYTHON = "/usr/bin/python3"
 CAUSES = ["none", "leak", "fragmentation", "cuda_cache", "outside_heap", "unsure", "other"]
 
@@ -129,15 +132,11 @@ def same_advice(computed, record):
     """Whether the report's advice is the process's. Where sampling started at the verdict and no
     sampled site grows, the report says so in place of the sentence on sites, which the record's
     advice_sites places: the rest must be the same."""
-    a, b = computed.get("advice"), record.get("advice")
-    if a == b:
+    a = computed.get("advice")
+    if a == record.get("advice"):
         return True
-    where = record.get("advice_sites")
-    if not isinstance(a, str) or not isinstance(b, str) or not isinstance(where, dict) or \
-            computed.get("sites_skipped") != "no_growing_site":
-        return False
-    at, n = where.get("at", 0), where.get("length", 0)
-    return len(a) >= len(b) - n and a.startswith(b[:at]) and a.endswith(b[at + n:])
+    return computed.get("sites_skipped") == "no_growing_site" and \
+        a == report_diagnosis.advice_without_sampled_sites(record)
 
 
 def misses(got):
