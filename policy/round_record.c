@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "policy/record_put.h"
+
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
                             enum roundtrim_skip skipped)
 {
@@ -13,12 +15,7 @@ void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_tra
         roundtrim_json_u64(j, #name, t->name);
 #include "policy/round_fields.def"
     if (skipped)
-        roundtrim_json_skip(j, "counts_skipped", skipped);
-}
-
-void roundtrim_json_skip(struct roundtrim_json *j, const char *key, enum roundtrim_skip why)
-{
-    roundtrim_json_str(j, key, roundtrim_skip_name(why));
+        put_REASON(j, "counts_skipped", skipped);
 }
 
 /* How the writer puts a value of each kind of field (policy/round_fields.def's RT_KIND rows). */
@@ -36,15 +33,11 @@ static bool cuda_host_used(const struct roundtrim_cuda_round *c)
     return c->host_alloc_calls || c->host_free_calls || c->host_live_bytes;
 }
 
-#define put_TEXT        roundtrim_json_str
-#define put_REASON      roundtrim_json_skip
-#define put_STEP_REASON roundtrim_json_skip
+/* The kinds only the round record has; the shared ones are policy/record_put.h's. */
+#define put_STEP_REASON put_REASON
 #define put_PID         roundtrim_json_i64
 #define put_ROUNDS      roundtrim_json_u64
-#define put_UINT        roundtrim_json_u64
 #define put_TS          roundtrim_json_ts
-#define put_FLAG        roundtrim_json_bool
-#define put_ACTIONS     roundtrim_json_actions
 
 static void put_UINT_OR_NULL(struct roundtrim_json *j, const char *k, uint64_t v)
 {
@@ -81,7 +74,7 @@ static void put_PARTS(struct roundtrim_json *j, const char *k,
         char skipped_key[40];
         snprintf(skipped_key, sizeof skipped_key, "%s_skipped", name);
         roundtrim_json_str(j, name, NULL);
-        roundtrim_json_skip(j, skipped_key, m->part_skipped[p]);
+        put_REASON(j, skipped_key, m->part_skipped[p]);
     }
 }
 

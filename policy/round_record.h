@@ -86,9 +86,6 @@ struct roundtrim_round_record {
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
                             enum roundtrim_skip skipped);
 
-/* key: the reason's name, or null for RT_SKIP_NONE. */
-void roundtrim_json_skip(struct roundtrim_json *j, const char *key, enum roundtrim_skip why);
-
 /* Formats a round record as one JSON line. Returns its length, 0 if buf was too small. */
 size_t roundtrim_round_record_format(const struct roundtrim_round_record *r, char *buf, size_t cap);
 

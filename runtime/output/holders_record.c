@@ -1,10 +1,7 @@
 #include "runtime/output/holders_record.h"
 
-#include <unistd.h>
-
-#include "policy/json_writer.h"
+#include "policy/record_put.h"
 #include "runtime/core/clock.h"
-#include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
 
 /* Worker only: a static buffer. */
@@ -18,10 +15,9 @@ static void put_HOLDERS(struct roundtrim_json *j, const char *key,
     for (int i = 0; i < w->count; i++) {
         const struct roundtrim_holder *h = &w->holder[i];
         char item[512];
-        struct roundtrim_json o;
+        struct roundtrim_json o, *rt_out = &o;
         roundtrim_json_begin(&o, item, sizeof item);
-#define RT_HOLDER_FIELD(name, kind, unit, when, meaning, present, value)                           \
-    RT_EVENT_PUT(&o, name, kind, present, value);
+#define RT_HOLDER_FIELD RT_PUT_ROW
 #include "runtime/output/holders_fields.def"
         size_t len = roundtrim_json_end(&o);
         if (len > 1)
@@ -32,13 +28,9 @@ static void put_HOLDERS(struct roundtrim_json *j, const char *key,
 
 void roundtrim_holders_record(uint64_t round, const struct roundtrim_holders_walk *w)
 {
-    struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, line, sizeof line, "holders", (int)getpid(),
-                               roundtrim_wall_seconds());
-#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
-    RT_EVENT_PUT(&j, name, kind, present, value);
+    struct roundtrim_json j, *rt_out = &j;
+    roundtrim_log_record_begin(&j, line, sizeof line, "holders", roundtrim_wall_seconds());
+#define RT_EVENT_FIELD RT_PUT_ROW
 #include "runtime/output/holders_fields.def"
-    size_t len = roundtrim_json_end(&j);
-    if (len > 0)
-        roundtrim_log_write(line, len);
+    roundtrim_log_record_write(&j);
 }

@@ -158,6 +158,19 @@ bool roundtrim_log_write(const char *line, size_t len)
     return ok;
 }
 
+void roundtrim_log_record_begin(struct roundtrim_json *j, char *buf, size_t cap, const char *event,
+                                double ts)
+{
+    roundtrim_json_event_begin(j, buf, cap, event, (int)getpid(), ts);
+}
+
+void roundtrim_log_record_write(struct roundtrim_json *j)
+{
+    size_t len = roundtrim_json_end(j);
+    if (len > 0)
+        roundtrim_log_write(j->text.buf, len);
+}
+
 bool roundtrim_log_open(void)
 {
     pthread_mutex_lock(&log_lock);

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "policy/json_writer.h"
+
 /* Formats a record into buf (at most cap bytes); returns its length, 0 when it does not fit. */
 typedef size_t (*roundtrim_record_format_fn)(char *buf, size_t cap);
 
@@ -18,6 +20,13 @@ void roundtrim_log_set_first_record(roundtrim_record_format_fn format);
 /* Writes one complete record (ending in '\n'). Opens the log first if needed, writing the start
  * record before anything else. Returns false when there is no usable log. */
 bool roundtrim_log_write(const char *line, size_t len);
+
+/* A record other than the round record: begun as {"event":event,"pid":<this process>,"ts":ts,
+ * its keys put by the writer, then ended and written whole (nothing when it did not fit in its
+ * buffer). */
+void roundtrim_log_record_begin(struct roundtrim_json *j, char *buf, size_t cap, const char *event,
+                                double ts);
+void roundtrim_log_record_write(struct roundtrim_json *j);
 
 /* Opens the log now, writing its start record, if it is not open yet. Returns false when there is
  * no usable log. */

@@ -2,13 +2,11 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "policy/code_origin.h"
-#include "policy/json_writer.h"
+#include "policy/record_put.h"
 #include "runtime/sites/frame_names.h"
 #include "runtime/sites/object_sampler.h"
-#include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/frames.h"
 #include "runtime/sites/sampler.h"
@@ -70,16 +68,6 @@ static int top(const uint64_t *value, uint32_t count, uint32_t *out, int n)
     return k;
 }
 
-static void put_INT(struct roundtrim_json *j, const char *key, int64_t v)
-{
-    roundtrim_json_i64(j, key, v);
-}
-
-static void put_FLAG(struct roundtrim_json *j, const char *key, int v)
-{
-    roundtrim_json_bool(j, key, v != 0);
-}
-
 static void put_HEX_ID(struct roundtrim_json *j, const char *key, uint64_t id)
 {
     char text[24];
@@ -93,9 +81,9 @@ static void put_PY_FRAMES(struct roundtrim_json *j, const char *key, const struc
     for (int k = 0; k < s->py_depth; k++) {
         const struct roundtrim_site_py *f = &s->py[k];
         const struct roundtrim_code_names *n = roundtrim_code_names_find(f->code, f->names_key);
+        struct roundtrim_json *rt_out = j;
         roundtrim_json_object_begin(j, NULL);
-#define RT_PY_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                         \
-    RT_EVENT_PUT(j, name, kind, present, value);
+#define RT_PY_FRAME_FIELD RT_PUT_ROW
 #include "runtime/output/sites_fields.def"
         roundtrim_json_object_end(j);
     }
@@ -114,9 +102,9 @@ static void put_NATIVE_FRAMES(struct roundtrim_json *j, const char *key,
 static void site_object(struct roundtrim_json *j, uint32_t i)
 {
     const struct roundtrim_site *s = roundtrim_site_at(i);
+    struct roundtrim_json *rt_out = j;
     roundtrim_json_object_begin(j, NULL);
-#define RT_SITE_FIELD(name, kind, unit, when, meaning, present, value)                             \
-    RT_EVENT_PUT(j, name, kind, present, value);
+#define RT_SITE_FIELD RT_PUT_ROW
 #include "runtime/output/sites_fields.def"
     roundtrim_json_object_end(j);
 }
@@ -189,14 +177,11 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
     int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, TOP_SITES);
     int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, TOP_SITES);
 
-    struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, line, sizeof line, "sites", (int)getpid(), ts);
-#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
-    RT_EVENT_PUT(&j, name, kind, present, value);
+    struct roundtrim_json j, *rt_out = &j;
+    roundtrim_log_record_begin(&j, line, sizeof line, "sites", ts);
+#define RT_EVENT_FIELD RT_PUT_ROW
 #include "runtime/output/sites_fields.def"
-    size_t len = roundtrim_json_end(&j);
-    if (len > 0)
-        roundtrim_log_write(line, len);
+    roundtrim_log_record_write(&j);
     memcpy(live_before, live, sizeof live);
     sites_dropped_before = t.sites_dropped;
     /* Once written: the record's sites are read from their entries. */

@@ -3,25 +3,15 @@
 #include <limits.h>
 #include <unistd.h>
 
-#include "policy/json_writer.h"
+#include "policy/record_put.h"
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/page_release.h"
-#include "runtime/output/event_fields.h"
+#include "runtime/output/log_writer.h"
 #include "runtime/output/no_rounds.h"
 #include "runtime/python/round_hook.h"
 #include "runtime/sites/sampler.h"
 #include "runtime/core/settings.h"
-
-static void put_INT(struct roundtrim_json *j, const char *key, int64_t v)
-{
-    roundtrim_json_i64(j, key, v);
-}
-
-static void put_REASON(struct roundtrim_json *j, const char *key, enum roundtrim_skip why)
-{
-    roundtrim_json_skip(j, key, why);
-}
 
 /* Every option: its value and where it came from. */
 static void put_SETTINGS(struct roundtrim_json *j, const char *key,
@@ -62,10 +52,9 @@ size_t roundtrim_start_record_format(char *buf, size_t cap)
         n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = '\0';
 
-    struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, buf, cap, "start", getpid(), roundtrim_start_time());
-#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
-    RT_EVENT_PUT(&j, name, kind, present, value);
+    struct roundtrim_json j, *rt_out = &j;
+    roundtrim_log_record_begin(&j, buf, cap, "start", roundtrim_start_time());
+#define RT_EVENT_FIELD RT_PUT_ROW
 #include "runtime/output/start_fields.def"
     return roundtrim_json_end(&j);
 }

@@ -1,13 +1,11 @@
 #include "runtime/output/summary_record.h"
 
-#include <unistd.h>
-
+#include "policy/record_put.h"
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/boundary/signal_rounds.h"
 #include "runtime/core/clock.h"
-#include "runtime/output/event_fields.h"
 #include "runtime/output/log_writer.h"
 #include "runtime/python/round_hook.h"
 
@@ -38,12 +36,9 @@ void roundtrim_summary_record(const char *event, const struct roundtrim_summary 
     full.signal_rounds_off = roundtrim_signal_rounds_off_take();
     const struct roundtrim_summary *s = &full;
     char line[8192];
-    struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, line, sizeof line, event, getpid(), roundtrim_wall_seconds());
-#define RT_EVENT_FIELD(name, kind, unit, when, meaning, present, value)                            \
-    RT_EVENT_PUT(&j, name, kind, present, value);
+    struct roundtrim_json j, *rt_out = &j;
+    roundtrim_log_record_begin(&j, line, sizeof line, event, roundtrim_wall_seconds());
+#define RT_EVENT_FIELD RT_PUT_ROW
 #include "runtime/output/summary_fields.def"
-    size_t n = roundtrim_json_end(&j);
-    if (n > 0)
-        roundtrim_log_write(line, n);
+    roundtrim_log_record_write(&j);
 }

@@ -1,13 +1,11 @@
 #include "runtime/rounds/diagnose.h"
 
 #include <string.h>
-#include <unistd.h>
 
 #include "policy/round_record.h"
 #include "runtime/alloc/allocator_ops.h"
-#include "runtime/core/clock.h"
 #include "runtime/core/settings.h"
-#include "runtime/output/log_writer.h"
+#include "runtime/output/diagnosis_record.h"
 #include "runtime/python/bridge.h"
 #include "runtime/sites/sampler.h"
 
@@ -96,15 +94,7 @@ static void write_record(void)
     }
     have_latest = true;
     rounds_since = unjudged = 0;
-    static char line[6144];
-    struct roundtrim_json j;
-    roundtrim_json_event_begin(&j, line, sizeof line, "diagnosis", (int)getpid(),
-                               roundtrim_wall_seconds());
-    roundtrim_json_u64(&j, "round", last_round);
-    roundtrim_diagnosis_json(&j, &latest);
-    size_t len = roundtrim_json_end(&j);
-    if (len > 0)
-        roundtrim_log_write(line, len);
+    roundtrim_diagnosis_record(last_round, &latest);
 }
 
 void roundtrim_diagnose_round(const struct roundtrim_round_record *r)

@@ -10,7 +10,7 @@
 #include "runtime/core/proc_mem.h"
 #include "runtime/core/settings.h"
 #include "runtime/output/holders_record.h"
-#include "runtime/output/log_writer.h"
+#include "runtime/output/round_record.h"
 #include "runtime/output/metrics_file.h"
 #include "runtime/output/sites_record.h"
 #include "runtime/python/bridge.h"
@@ -62,10 +62,7 @@ static void finish(struct roundtrim_round_record *r)
 {
     r->rss_after = roundtrim_rss_bytes();
     roundtrim_rss_peak_next(r->rss_after, roundtrim_config()->peak_reset);
-    char line[4096];
-    size_t n = roundtrim_round_record_format(r, line, sizeof line);
-    /* A record the log was asked for but could not take is a round unrecorded. */
-    if (n > 0 && !roundtrim_log_write(line, n) && roundtrim_config()->log_path)
+    if (!roundtrim_round_record_write(r))
         __atomic_add_fetch(&rounds_unwritten, 1, __ATOMIC_RELEASE);
     roundtrim_diagnose_round(r);
     roundtrim_metrics_file_update(r, r->round, roundtrim_cleanup_count(),

@@ -1,34 +1,15 @@
-/* The diagnosis record's keys after "round", as policy/diagnosis_fields.def declares them. */
+/* The diagnosis record's keys after "round", as policy/diagnosis_fields.def declares them: what
+ * the library's record (runtime/output/diagnosis_record.c) and roundtrim-diagnose write. */
 #include <stdint.h>
 
 #include "policy/diagnosis.h"
 #include "policy/forecast.h"
-#include "policy/json_writer.h"
 #include "policy/mem_parts.h"
+#include "policy/record_put.h"
 
 static int64_t rounded(double v)
 {
     return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
-}
-
-static void put_UINT(struct roundtrim_json *j, const char *key, uint64_t v)
-{
-    roundtrim_json_u64(j, key, v);
-}
-
-static void put_INT(struct roundtrim_json *j, const char *key, int64_t v)
-{
-    roundtrim_json_i64(j, key, v);
-}
-
-static void put_TEXT(struct roundtrim_json *j, const char *key, const char *v)
-{
-    roundtrim_json_str(j, key, v);
-}
-
-static void put_BOOL(struct roundtrim_json *j, const char *key, bool v)
-{
-    roundtrim_json_bool(j, key, v);
 }
 
 /* 0: not known */
@@ -100,15 +81,13 @@ static void put_FINDINGS(struct roundtrim_json *j, const char *key, unsigned fin
     roundtrim_json_array_end(j);
 }
 
-static void put_FORECAST(struct roundtrim_json *j, const char *key,
+static void put_FORECAST(struct roundtrim_json *rt_out, const char *key,
                          const struct roundtrim_forecast *f)
 {
-    roundtrim_json_object_begin(j, key);
-#define RT_FORECAST_FIELD(name, kind, unit, when, meaning, present, value)                         \
-    if (present)                                                                                   \
-        put_##kind(j, #name, value);
+    roundtrim_json_object_begin(rt_out, key);
+#define RT_FORECAST_FIELD RT_PUT_ROW
 #include "policy/diagnosis_fields.def"
-    roundtrim_json_object_end(j);
+    roundtrim_json_object_end(rt_out);
 }
 
 static void put_SITES_SAID(struct roundtrim_json *j, const char *key, enum roundtrim_sites_said s)
@@ -121,21 +100,17 @@ static void put_SITES_SAID(struct roundtrim_json *j, const char *key, enum round
     roundtrim_json_str(j, key, s > RT_SITES_SAID_NONE && s <= RT_SITES_SAID_OFF ? names[s] : NULL);
 }
 
-static void put_ADVICE_SITES(struct roundtrim_json *j, const char *key,
+static void put_ADVICE_SITES(struct roundtrim_json *rt_out, const char *key,
                              const struct roundtrim_sites_advice *a)
 {
-    roundtrim_json_object_begin(j, key);
-#define RT_ADVICE_SITES_FIELD(name, kind, unit, when, meaning, present, value)                     \
-    if (present)                                                                                   \
-        put_##kind(j, #name, value);
+    roundtrim_json_object_begin(rt_out, key);
+#define RT_ADVICE_SITES_FIELD RT_PUT_ROW
 #include "policy/diagnosis_fields.def"
-    roundtrim_json_object_end(j);
+    roundtrim_json_object_end(rt_out);
 }
 
-void roundtrim_diagnosis_json(struct roundtrim_json *j, const struct roundtrim_diagnosis *d)
+void roundtrim_diagnosis_json(struct roundtrim_json *rt_out, const struct roundtrim_diagnosis *d)
 {
-#define RT_DIAG_FIELD(name, kind, unit, when, meaning, present, value)                             \
-    if (present)                                                                                   \
-        put_##kind(j, #name, value);
+#define RT_DIAG_FIELD RT_PUT_ROW
 #include "policy/diagnosis_fields.def"
 }
