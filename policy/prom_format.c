@@ -130,36 +130,42 @@ static void label_value(char *dst, size_t cap, const char *v)
     roundtrim_text_label_value(&t, v);
 }
 
-static struct roundtrim_skip_row *skip_row(struct roundtrim_skip_counts *c, const char *action,
-                                           const char *reason)
+static const char *const step_names[] = {
+#define RT_STEP(step, skip, label) [RT_CLEANUP_STEP_##step] = #step,
+#include "policy/round_fields.def"
+    [RT_CLEANUP_STEP_OTHER] = "other",
+};
+
+static struct roundtrim_skip_row *
+skip_row(struct roundtrim_skip_counts *c, enum roundtrim_cleanup_step step, enum roundtrim_skip why)
 {
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->row[i].action, action) == 0 &&
-            strncmp(c->row[i].reason, reason, sizeof c->row[i].reason - 1) == 0)
+        if (c->row[i].step == step && c->row[i].why == why)
             return &c->row[i];
     /* The last row is kept for the pairs that find no room: action and reason "other". */
     if (c->n == ROUNDTRIM_PROM_SKIP_ROWS)
         return &c->row[c->n - 1];
-    if (c->n == ROUNDTRIM_PROM_SKIP_ROWS - 1)
-        action = reason = "other";
+    if (c->n == ROUNDTRIM_PROM_SKIP_ROWS - 1) {
+        step = RT_CLEANUP_STEP_OTHER;
+        why = RT_SKIP_NONE;
+    }
     struct roundtrim_skip_row *row = &c->row[c->n++];
-    row->action = action;
-    snprintf(row->reason, sizeof row->reason, "%s", reason);
-    row->count = 0;
+    *row = (struct roundtrim_skip_row){step, why, 0};
     return row;
 }
 
-static void skip_add(struct roundtrim_skip_counts *c, const char *action, const char *reason)
+static void skip_add(struct roundtrim_skip_counts *c, enum roundtrim_cleanup_step step,
+                     enum roundtrim_skip why)
 {
-    if (reason)
-        skip_row(c, action, reason)->count++;
+    if (roundtrim_skip_name(why))
+        skip_row(c, step, why)->count++;
 }
 
 void roundtrim_skip_counts_add(struct roundtrim_skip_counts *c,
                                const struct roundtrim_round_record *r)
 {
     /* the steps of the round record's table, in the order they run */
-#define RT_STEP(step, skip, label) skip_add(c, #step, roundtrim_skip_name(r->skip));
+#define RT_STEP(step, skip, label) skip_add(c, RT_CLEANUP_STEP_##step, r->skip);
 #include "policy/round_fields.def"
 }
 
@@ -172,12 +178,14 @@ static void skip_metrics(struct out *o, const struct roundtrim_skip_counts *c)
         o, "roundtrim_cleanup_skipped_total", "counter",
         "Cleanup steps that were due and did not run, by step (action) and why (reason).");
     for (size_t i = 0; i < c->n; i++) {
-        char reason[2 * ROUNDTRIM_PROM_REASON_MAX];
-        label_value(reason, sizeof reason, c->row[i].reason);
+        const struct roundtrim_skip_row *row = &c->row[i];
+        /* the reasons' names are the table's: plain words, no escaping */
+        const char *reason =
+            row->step == RT_CLEANUP_STEP_OTHER ? "other" : roundtrim_skip_name(row->why);
         roundtrim_text_printf(
             &o->text,
             "roundtrim_cleanup_skipped_total{%s,action=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
-            o->labels, c->row[i].action, reason, c->row[i].count);
+            o->labels, step_names[row->step], reason, row->count);
     }
 }
 

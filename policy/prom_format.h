@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
 #include "policy/traffic.h"
 
 struct roundtrim_round_record;
@@ -14,14 +15,21 @@ struct roundtrim_diagnosis;
 
 /* Cleanup steps that were due and did not run, counted per step and reason since the process
  * started: the round records' skip reasons of the steps (RT_STEP rows of
- * policy/round_fields.def). Reasons are a small set of stable names; past the table's rows,
- * further pairs are counted under reason "other". */
-#define ROUNDTRIM_PROM_SKIP_ROWS  24
-#define ROUNDTRIM_PROM_REASON_MAX 32
+ * policy/round_fields.def), a series each in the order first seen. The series are bounded: past
+ * the table's rows, further pairs are counted under action and reason "other". */
+#define ROUNDTRIM_PROM_SKIP_ROWS 24
+
+/* The cleanup's steps, as the RT_STEP rows list them. */
+enum roundtrim_cleanup_step {
+#define RT_STEP(step, skip, label) RT_CLEANUP_STEP_##step,
+#include "policy/round_fields.def"
+    RT_CLEANUP_STEP_COUNT,
+    RT_CLEANUP_STEP_OTHER = RT_CLEANUP_STEP_COUNT /* the row of the pairs that found none */
+};
 
 struct roundtrim_skip_row {
-    const char *action; /* the step: "cleanup", "gc", "trim", ... */
-    char reason[ROUNDTRIM_PROM_REASON_MAX];
+    enum roundtrim_cleanup_step step;
+    enum roundtrim_skip why; /* RT_SKIP_NONE in the "other" row */
     uint64_t count;
 };
 

@@ -521,9 +521,6 @@ START_TEST(skip_reasons_are_bounded)
     struct roundtrim_skip_counts skips = {0};
     int reasons = 0;
     for (int why = RT_SKIP_NONE + 1; why < RT_SKIP_COUNT; why++, reasons++) {
-        /* every name fits its row whole */
-        ck_assert_uint_lt(strlen(roundtrim_skip_name((enum roundtrim_skip)why)),
-                          ROUNDTRIM_PROM_REASON_MAX);
         r.torch_empty_cache_skipped = (enum roundtrim_skip)why;
         roundtrim_skip_counts_add(&skips, &r);
         roundtrim_skip_counts_add(&skips, &r);
@@ -531,8 +528,7 @@ START_TEST(skip_reasons_are_bounded)
     ck_assert_int_gt(reasons, ROUNDTRIM_PROM_SKIP_ROWS);
     ck_assert_uint_eq(skips.n, ROUNDTRIM_PROM_SKIP_ROWS);
     ck_assert_uint_eq(skips.row[0].count, 2);
-    ck_assert_str_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].action, "other");
-    ck_assert_str_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].reason, "other");
+    ck_assert_int_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].step, RT_CLEANUP_STEP_OTHER);
     ck_assert_uint_eq(skips.row[ROUNDTRIM_PROM_SKIP_ROWS - 1].count,
                       2 * (reasons - (ROUNDTRIM_PROM_SKIP_ROWS - 1)));
     struct roundtrim_traffic total = {1, 1, 1, 1, 0};
