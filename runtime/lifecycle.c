@@ -88,11 +88,11 @@ static void at_exit(void)
 /* ROUNDTRIM_SITES: a sampler that cannot start says why, once, and the library goes on. */
 static void start_sampler(void)
 {
-    const char *why = roundtrim_sampler_start(roundtrim_config()->sites_sample);
+    enum roundtrim_skip why = roundtrim_sampler_start(roundtrim_config()->sites_sample);
     if (why) {
         char text[160];
         snprintf(text, sizeof text, "ROUNDTRIM_SITES=true: allocation sites are not sampled (%s)",
-                 why);
+                 roundtrim_skip_name(why));
         roundtrim_warn(text);
     }
 }

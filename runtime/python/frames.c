@@ -119,8 +119,8 @@ static struct {
     const void *code_type;
     const void *str_type;
 } fr;
-static const char *why_not; /* NULL before any interpreter was found: no_python */
-static bool ready;          /* fr is filled in; published with release order */
+static enum roundtrim_skip why_not; /* RT_SKIP_NONE before any interpreter was found: no_python */
+static bool ready;                  /* fr is filled in; published with release order */
 
 static const void *load_ptr(const void *base, size_t off)
 {
@@ -153,11 +153,11 @@ static bool debug_offsets_agree(const struct frames_layout *l, int minor)
 {
     const char *rt = dlsym(RTLD_DEFAULT, "_PyRuntime");
     if (!rt || memcmp(rt, "xdebugpy", 8) != 0) {
-        why_not = "python_layout";
+        why_not = RT_SKIP_python_layout;
         return false;
     }
     if (load_u64(rt, DEBUG_FREE_THREADED)) {
-        why_not = "free_threaded";
+        why_not = RT_SKIP_free_threaded;
         return false;
     }
     uint64_t hex = load_u64(rt, DEBUG_VERSION);
@@ -175,7 +175,7 @@ static bool debug_offsets_agree(const struct frames_layout *l, int minor)
     for (size_t i = 0; same && i < sizeof checks / sizeof checks[0]; i++)
         same = load_u64(rt, checks[i].at) == checks[i].want;
     if (!same)
-        why_not = "python_layout";
+        why_not = RT_SKIP_python_layout;
     return same;
 }
 
@@ -192,12 +192,12 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
     if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return;
     if (!api->GetVersion) {
-        why_not = roundtrim_skip_name(RT_SKIP_no_python);
+        why_not = RT_SKIP_no_python;
         return;
     }
     const struct frames_layout *l = layout_for(api->major, api->minor);
     if (!l) {
-        why_not = "python_version";
+        why_not = RT_SKIP_python_version;
         return;
     }
     if (l->debug_tstate_frame && !debug_offsets_agree(l, api->minor))
@@ -212,15 +212,15 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
     fr.is_finalizing = api->IsFinalizing;
     if (!fr.addr2line || !fr.code_type || !fr.str_type || !type_type || !fr.attached ||
         !fr.this_thread || !fr.is_initialized || !fr.is_finalizing) {
-        why_not = "python_api";
+        why_not = RT_SKIP_python_api;
         return;
     }
     /* Static type objects are laid out at build time: in a build whose object header differs
      * (no GIL, traced references) the type pointer is not where this one reads it. */
     if (load_ptr(fr.code_type, OB_TYPE) != type_type ||
         load_ptr(fr.str_type, OB_TYPE) != type_type) {
-        why_not =
-            dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") ? "free_threaded" : "python_layout";
+        why_not = dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount") ? RT_SKIP_free_threaded
+                                                                    : RT_SKIP_python_layout;
         return;
     }
     /* The types state their objects' sizes: a code object's fixed part ends where its
@@ -228,19 +228,19 @@ void roundtrim_python_frames_init(const struct roundtrim_py_api *api)
      * compact header. A release that moved those is refused, not misread. */
     if ((size_t)load_ptr(fr.code_type, TP_BASICSIZE) != l->code_adaptive ||
         (size_t)load_ptr(fr.str_type, TP_BASICSIZE) != l->str_compact_size + sizeof(void *)) {
-        why_not = "python_layout";
+        why_not = RT_SKIP_python_layout;
         return;
     }
     fr.layout = l;
-    why_not = NULL;
+    why_not = RT_SKIP_NONE;
     __atomic_store_n(&ready, true, __ATOMIC_RELEASE);
 }
 
-const char *roundtrim_python_frames_unavailable(void)
+enum roundtrim_skip roundtrim_python_frames_unavailable(void)
 {
     if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
-        return NULL;
-    return why_not ? why_not : roundtrim_skip_name(RT_SKIP_no_python);
+        return RT_SKIP_NONE;
+    return why_not ? why_not : RT_SKIP_no_python;
 }
 
 static const void *current_frame(const struct frames_layout *l, const void *tstate)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/python/api.h"
 
 struct roundtrim_py_frame {
@@ -23,11 +24,11 @@ struct roundtrim_py_frame {
  * whenever the Python API is found. */
 void roundtrim_python_frames_init(const struct roundtrim_py_api *api);
 
-/* NULL when stacks can be read in this process, else why not: "no_python" (no interpreter
- * found), "python_version" (a version whose layout is not known), "free_threaded" (a build
- * without the GIL), "python_layout" (the interpreter's objects are not laid out as its version's
- * are: a debug build with traced references, a changed patch release). */
-const char *roundtrim_python_frames_unavailable(void);
+/* RT_SKIP_NONE when stacks can be read in this process, else why not: no_python (no
+ * interpreter found), python_version (a version whose layout is not known), free_threaded (a
+ * build without the GIL), python_layout (the interpreter's objects are not laid out as its
+ * version's are: a debug build with traced references, a changed patch release), python_api. */
+enum roundtrim_skip roundtrim_python_frames_unavailable(void);
 
 /* Fills `out` with the calling thread's Python frames, innermost first, and returns how many (at
  * most `max`): 0 when the calling thread has no thread state or runs no Python code. The thread

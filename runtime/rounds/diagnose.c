@@ -67,7 +67,7 @@ static bool sites_when_growing(const struct roundtrim_diagnosis *d)
         !roundtrim_diagnosis_wants_sites(d))
         return false;
     sites_tried = true;
-    return roundtrim_sampler_start_late(cfg->sites_sample, last_round) == NULL;
+    return roundtrim_sampler_start_late(cfg->sites_sample, last_round) == RT_SKIP_NONE;
 }
 
 static void write_record(void)
@@ -81,7 +81,7 @@ static void write_record(void)
         .cleanup_every = cfg->gc_rounds,
         .cuda_empty_cache = cfg->cuda_empty_cache,
         .sites = !roundtrim_sampler_skipped(),
-        .sites_skipped = cfg->sites ? roundtrim_sampler_skipped() : NULL,
+        .sites_skipped = cfg->sites ? roundtrim_skip_name(roundtrim_sampler_skipped()) : NULL,
         .window = window_size(),
         .python = roundtrim_python_found(),
         .allocator = roundtrim_allocator_name(),

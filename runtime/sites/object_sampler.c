@@ -38,7 +38,7 @@ static struct py_mem_allocator wrapped[WRAPPERS_MAX];
 static uint32_t wrappers;
 static uint64_t wrapped_since; /* the round in progress when the newest was put in place */
 /* Written by the GIL helper's job or the worker, read by the worker. */
-static const char *skipped = "not_yet";
+static enum roundtrim_skip skipped = RT_SKIP_not_yet;
 static bool decided; /* skipped is final, or a wrapper is in place */
 
 /* The allocator found on top at the last check that reached ours through it. */
@@ -46,7 +46,7 @@ static struct py_mem_allocator chain_top;
 /* Set by the check job's probe call, in the helper thread only. */
 static __thread bool probing, probe_reached;
 
-static void decide(const char *why)
+static void decide(enum roundtrim_skip why)
 {
     __atomic_store_n(&skipped, why, __ATOMIC_RELEASE);
     __atomic_store_n(&decided, true, __ATOMIC_RELEASE);
@@ -142,12 +142,12 @@ static bool wrap(const struct py_mem_allocator *under)
 static enum roundtrim_skip attach_job(struct roundtrim_py_result *out)
 {
     (void)out;
-    const char *why = NULL;
+    enum roundtrim_skip why = RT_SKIP_NONE;
     const char *name = P.Mem_GetCurrentAllocatorName();
     if (!name) {
-        why = "allocator_custom";
+        why = RT_SKIP_allocator_custom;
     } else if (strcmp(name, "pymalloc") != 0 && strcmp(name, "pymalloc_debug") != 0) {
-        why = "malloc";
+        why = RT_SKIP_malloc;
     } else {
         struct py_mem_allocator under;
         P.Mem_GetAllocator(PY_MEM_DOMAIN_OBJ, &under);
@@ -183,7 +183,7 @@ static enum roundtrim_skip check_job(struct roundtrim_py_result *out)
         return RT_SKIP_NONE;
     }
     if (!wrap(&top))
-        decide("allocator_replaced");
+        decide(RT_SKIP_allocator_replaced);
     return RT_SKIP_NONE;
 }
 
@@ -193,20 +193,21 @@ void roundtrim_python_objects_attach(void)
         return;
     struct roundtrim_py_result res;
     if (__atomic_load_n(&decided, __ATOMIC_ACQUIRE)) {
-        if (__atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == NULL && roundtrim_python_present())
+        if (__atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == RT_SKIP_NONE &&
+            roundtrim_python_present())
             roundtrim_py_with_gil(check_job, &res, ATTACH_GIL_WAIT_MS, ATTACH_RUN_WAIT_MS);
         return;
     }
     if (!roundtrim_python_present()) { /* an embedder may start one later */
         if (!roundtrim_python_loaded())
-            __atomic_store_n(&skipped, roundtrim_skip_name(RT_SKIP_no_python), __ATOMIC_RELEASE);
+            __atomic_store_n(&skipped, RT_SKIP_no_python, __ATOMIC_RELEASE);
         return;
     }
-    const char *why = roundtrim_python_frames_unavailable();
+    enum roundtrim_skip why = roundtrim_python_frames_unavailable();
     if (why) /* the lines could not be named */
         decide(why);
     else if (!P.Mem_GetAllocator || !P.Mem_SetAllocator || !P.Mem_GetCurrentAllocatorName)
-        decide("python_api");
+        decide(RT_SKIP_python_api);
     else
         roundtrim_py_with_gil(attach_job, &res, ATTACH_GIL_WAIT_MS, ATTACH_RUN_WAIT_MS);
 }
@@ -214,17 +215,17 @@ void roundtrim_python_objects_attach(void)
 bool roundtrim_python_object_sample_counts(uint32_t wrapper)
 {
     return wrapper == 0 || (wrapper == __atomic_load_n(&wrappers, __ATOMIC_ACQUIRE) &&
-                            __atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == NULL);
+                            __atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == RT_SKIP_NONE);
 }
 
 uint64_t roundtrim_python_objects_since(void)
 {
-    return __atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == NULL
+    return __atomic_load_n(&skipped, __ATOMIC_ACQUIRE) == RT_SKIP_NONE
                ? __atomic_load_n(&wrapped_since, __ATOMIC_RELAXED)
                : 0;
 }
 
-const char *roundtrim_python_objects_skipped(void)
+enum roundtrim_skip roundtrim_python_objects_skipped(void)
 {
     return __atomic_load_n(&skipped, __ATOMIC_ACQUIRE);
 }

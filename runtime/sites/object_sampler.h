@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
+
 /* Worker, after a round's sites record: wraps the object allocator when that is still to do
  * and can be done (with a short wait for the GIL; tried again after the next round if the GIL
  * was not had); once wrapped, checks that the allocator's calls still reach the wrapper (a tool
@@ -24,13 +26,13 @@ bool roundtrim_python_object_sample_counts(uint32_t wrapper);
  * not. */
 uint64_t roundtrim_python_objects_since(void);
 
-/* NULL once the object allocator is wrapped, else why not: "not_yet" (no round ended with the
- * interpreter running yet), "no_python", the reason Python frames are not read, "python_api"
- * (the allocator functions are missing), "malloc" (objects come from malloc, whose sampler
- * sees them: PYTHONMALLOC=malloc), "allocator_custom" (another tool's allocator is in place,
- * tracemalloc's for one: wrapping it would be undone by its removal), "allocator_replaced"
+/* RT_SKIP_NONE once the object allocator is wrapped, else why not: not_yet (no round ended
+ * with the interpreter running yet), no_python, the reason Python frames are not read,
+ * python_api (the allocator functions are missing), malloc (objects come from malloc, whose
+ * sampler sees them: PYTHONMALLOC=malloc), allocator_custom (another tool's allocator is in
+ * place, tracemalloc's for one: wrapping it would be undone by its removal), allocator_replaced
  * (tools put allocators of their own past ours, calling the ones they saved before it, more
  * times than there are wrappers). */
-const char *roundtrim_python_objects_skipped(void);
+enum roundtrim_skip roundtrim_python_objects_skipped(void);
 
 #endif

@@ -17,9 +17,9 @@
 #define OWN_FRAMES_MAX 6
 
 static uint64_t mean; /* bytes; set by roundtrim_sampler_start from ROUNDTRIM_SITES_SAMPLE */
-static const char *skipped = "off";
-/* Why native frames are not taken while sampling runs (NULL when they are). */
-static const char *native_skipped;
+static enum roundtrim_skip skipped = RT_SKIP_off;
+/* Why native frames are not taken while sampling runs (RT_SKIP_NONE when they are). */
+static enum roundtrim_skip native_skipped;
 static uintptr_t own_lo, own_hi; /* roundtrim's own text, whose frames are left out */
 static uint64_t samples, dropped, sites_dropped;
 static uint32_t reported;
@@ -51,38 +51,38 @@ static int find_own_range(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-const char *roundtrim_sampler_start(uint64_t mean_bytes)
+enum roundtrim_skip roundtrim_sampler_start(uint64_t mean_bytes)
 {
     mean = mean_bytes;
     /* Without libunwind, sampling still runs with the Python frames, which are read from the
      * interpreter without any unwinding. */
     if (!roundtrim_native_stack_init())
-        native_skipped = "libunwind_missing";
+        native_skipped = RT_SKIP_libunwind_missing;
     Dl_info self;
     if (dladdr((void *)roundtrim_sampler_start, &self) && self.dli_fbase)
         dl_iterate_phdr(find_own_range, self.dli_fbase);
     if (!roundtrim_site_table_init() || !roundtrim_sample_table_init()) {
-        skipped = "no_memory";
+        skipped = RT_SKIP_no_memory;
         return skipped;
     }
-    skipped = NULL;
+    skipped = RT_SKIP_NONE;
     __atomic_store_n(&roundtrim_sampling_on, true, __ATOMIC_RELEASE);
     /* A fast path suspended for a pending worker start keeps waiting for it; resuming then
      * picks the sampling mode. */
     if (!__atomic_load_n(&roundtrim_worker_start_wanted, __ATOMIC_ACQUIRE))
         roundtrim_fast_path_resume();
-    return NULL;
+    return RT_SKIP_NONE;
 }
 
 static uint64_t started_late_in;
 
-const char *roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round)
+enum roundtrim_skip roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round)
 {
     if (!skipped)
-        return NULL;
+        return RT_SKIP_NONE;
     if (!__atomic_load_n(&roundtrim_glibc_sizes, __ATOMIC_RELAXED))
-        return "allocator";
-    const char *why = roundtrim_sampler_start(mean_bytes);
+        return RT_SKIP_allocator_not_glibc;
+    enum roundtrim_skip why = roundtrim_sampler_start(mean_bytes);
     if (!why)
         started_late_in = round;
     return why;
@@ -93,12 +93,12 @@ uint64_t roundtrim_sampler_since(void)
     return started_late_in;
 }
 
-const char *roundtrim_sampler_skipped(void)
+enum roundtrim_skip roundtrim_sampler_skipped(void)
 {
     return skipped;
 }
 
-const char *roundtrim_sampler_native_skipped(void)
+enum roundtrim_skip roundtrim_sampler_native_skipped(void)
 {
     return skipped ? skipped : native_skipped;
 }

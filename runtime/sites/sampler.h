@@ -8,31 +8,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "policy/skip_reason.h"
 #include "runtime/alloc/next_alloc.h"
 #include "runtime/sites/sample_table.h"
 #include "runtime/alloc/thread_counters.h"
 
-/* Maps the tables, loads libunwind and turns the fast path's sampling mode on. Returns NULL, or
- * why sampling is off (the start record says it). The constructor, or
+/* Maps the tables, loads libunwind and turns the fast path's sampling mode on. Returns
+ * RT_SKIP_NONE, or why sampling is off (the start record says it). The constructor, or
  * roundtrim_sampler_start_late. */
-const char *roundtrim_sampler_start(uint64_t mean_bytes);
+enum roundtrim_skip roundtrim_sampler_start(uint64_t mean_bytes);
 
 /* Starts sampling in a running process (ROUNDTRIM_SITES unset, once live memory rises): the
  * same start, from the worker thread, where glibc serves the program (another allocator's
- * counters are taken another way at start: jemalloc's per-thread figures). Returns NULL, or
- * why not ("allocator", or the start's reason). `round`: the round it starts in. */
-const char *roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round);
+ * counters are taken another way at start: jemalloc's per-thread figures). Returns
+ * RT_SKIP_NONE, or why not (allocator_not_glibc, or the start's reason). `round`: the round it
+ * starts in. */
+enum roundtrim_skip roundtrim_sampler_start_late(uint64_t mean_bytes, uint64_t round);
 
 /* The round sampling started in when it started late, 0 when it ran from the start or not at
  * all. */
 uint64_t roundtrim_sampler_since(void);
 
-/* Why sampling is off ("off" when it was not asked for), or NULL when it runs. */
-const char *roundtrim_sampler_skipped(void);
+/* Why sampling is off (RT_SKIP_off when it was not asked for), or RT_SKIP_NONE when it runs. */
+enum roundtrim_skip roundtrim_sampler_skipped(void);
 
-/* Why the samples carry no native frames (libunwind missing: Python frames only), the reason
- * sampling is off, or NULL when native frames are taken. */
-const char *roundtrim_sampler_native_skipped(void);
+/* Why the samples carry no native frames (libunwind_missing: Python frames only), the reason
+ * sampling is off, or RT_SKIP_NONE when native frames are taken. */
+enum roundtrim_skip roundtrim_sampler_native_skipped(void);
 
 uint64_t roundtrim_sampler_mean(void);
 

@@ -199,6 +199,26 @@ SKIP_REASONS = {
     "heap_live_unknown": "heap_live is not known, so the rest cannot be told",
     "heap_free_unknown": "heap_free is not known, so the rest cannot be told",
     "python_unknown": "python is not known, so the rest cannot be told",
+    "off": "not asked for: sites are sampled with ROUNDTRIM_SITES=true, or from the first "
+           "verdict of a growing heap while it is unset",
+    "no_memory": "the sampler's tables could not be mapped",
+    "allocator_not_glibc": "sampling cannot start in a running process whose malloc is not "
+                           "glibc's: ROUNDTRIM_SITES=true samples from the start",
+    "libunwind_missing": "libunwind could not be loaded (Debian: libunwind8): samples carry "
+                         "Python frames only",
+    "python_version": "a Python version whose frame layout roundtrim does not know",
+    "free_threaded": "a free-threaded Python build (no GIL)",
+    "python_layout": "the interpreter's objects are not laid out as its version's are (a "
+                     "debug build with traced references, a changed patch release)",
+    "python_api": "the interpreter lacks a function of its C API that this needs",
+    "not_yet": "no round has ended with the interpreter running yet",
+    "malloc": "Python's objects come from malloc (PYTHONMALLOC=malloc), whose sampling sees "
+              "them",
+    "allocator_custom": "another tool's object allocator is in place (tracemalloc's for one): "
+                        "wrapping it would be undone by its removal",
+    "allocator_replaced": "tools put object allocators of their own past roundtrim's, calling "
+                          "the ones they saved before it, more times than it has wrappers: "
+                          "small objects are no longer counted",
 }
 
 # (member, kind, record): what the diagnosis reads of each round record, in the order
@@ -298,4 +318,7 @@ EXPECTED_SKIP_REASONS = (
     "budget",
     "pause_limit",
     "finalizing",
+    "off",
+    "not_yet",
+    "malloc",
 )

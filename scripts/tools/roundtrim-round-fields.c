@@ -33,10 +33,12 @@ struct step {
     const char *step, *skip, *label;
 };
 
-struct reason {
+/* A named row of a table with its words: a skip reason (flag: expected), a cause (flag: a
+ * verdict), a finding or a diagnosis reason (flag unused). */
+struct named {
     const char *name;
-    int expected;
-    const char *meaning;
+    int flag;
+    const char *text;
 };
 
 static const struct kind kinds[] = {
@@ -66,7 +68,7 @@ static const struct step steps[] = {
 #include "policy/round_fields.def"
 };
 
-static const struct reason reasons[] = {
+static const struct named reasons[] = {
 #define RT_SKIP_REASON(name, expected, meaning) {#name, expected, meaning},
 #include "policy/skip_reasons.def"
 };
@@ -89,24 +91,16 @@ static const struct diag_input diag_inputs[] = {
 };
 
 /* The causes of growth and the findings the diagnosis names (policy/diag_causes.def). */
-static const struct {
-    const char *name;
-    int verdict;
-    const char *words;
-} causes[] = {
+static const struct named causes[] = {
 #define RT_CAUSE(id, name, verdict, grows, words) {#name, verdict, words},
 #include "policy/diag_causes.def"
 };
-static const struct {
-    const char *name, *meaning;
-} findings[] = {
-#define RT_FINDING(id, name, meaning) {#name, meaning},
+static const struct named findings[] = {
+#define RT_FINDING(id, name, meaning) {#name, 0, meaning},
 #include "policy/diag_causes.def"
 };
-static const struct {
-    const char *name, *meaning;
-} diag_reasons[] = {
-#define RT_DIAG_REASON(id, name, meaning) {#name, meaning},
+static const struct named diag_reasons[] = {
+#define RT_DIAG_REASON(id, name, meaning) {#name, 0, meaning},
 #include "policy/diag_causes.def"
 };
 
@@ -262,10 +256,13 @@ static void markdown_fields(const char *prefix, const struct field *f, size_t n)
 }
 
 /* An other record's keys: the traffic row stands for the malloc family's counts, the hooks row
- * for its three lists. */
-static void markdown_event(const struct field *f, size_t n)
+ * for its three lists. A skip reason links to the list of reasons from the page's folder
+ * (to_reference: "" in docs/reference/, "reference/" in docs/). */
+static void markdown_event(const struct field *f, size_t n, const char *to_reference)
 {
-    static const char reason[] = "skip reason ([the round log](round-log.md#skip-reasons))";
+    char reason[96];
+    snprintf(reason, sizeof reason, "skip reason ([the round log](%sround-log.md#skip-reasons))",
+             to_reference);
     puts("| key | type | unit | present | meaning |");
     puts("|---|---|---|---|---|");
     for (size_t i = 0; i < n; i++) {
@@ -295,7 +292,7 @@ static void markdown_diag_reasons(void)
     puts("|---|---|");
     for (size_t i = 0; i < COUNT(diag_reasons); i++) {
         printf("| `%s` | ", diag_reasons[i].name);
-        cell(diag_reasons[i].meaning);
+        cell(diag_reasons[i].text);
         puts(" |");
     }
 }
@@ -334,8 +331,8 @@ static void markdown(void)
     puts("|---|---|---|");
     for (size_t i = 0; i < COUNT(reasons); i++) {
         printf("| `%s` | ", reasons[i].name);
-        cell(reasons[i].meaning);
-        printf(" | %s |\n", reasons[i].expected ? "no" : "yes");
+        cell(reasons[i].text);
+        printf(" | %s |\n", reasons[i].flag ? "no" : "yes");
     }
     puts("");
     puts("Older versions wrote other words for some reasons; `roundtrim report` reads them as");
@@ -414,6 +411,25 @@ static void py_dict_entry(const char *name, const char *text)
     puts(",");
 }
 
+/* A Python dict of the rows' names to their words, after its comment, and a blank line. */
+static void py_dict(const char *comment, const char *var, const struct named *rows, size_t n)
+{
+    printf("%s\n%s = {\n", comment, var);
+    for (size_t i = 0; i < n; i++)
+        py_dict_entry(rows[i].name, rows[i].text);
+    puts("}\n");
+}
+
+/* A Python tuple of the names of the rows whose flag is set, after its comment. */
+static void py_flagged(const char *comment, const char *var, const struct named *rows, size_t n)
+{
+    printf("%s\n%s = (\n", comment, var);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].flag)
+            printf("    \"%s\",\n", rows[i].name);
+    puts(")");
+}
+
 static void python(void)
 {
     puts("\"\"\"The round record's keys, the skip reasons, what the diagnosis reads and the causes "
@@ -448,12 +464,8 @@ static void python(void)
             printf("    (\"%s\", \"%s\"),\n", steps[i].label, steps[i].skip);
     puts(")");
     puts("");
-    puts("# What each reason a step was skipped for means.");
-    puts("SKIP_REASONS = {");
-    for (size_t i = 0; i < COUNT(reasons); i++)
-        py_dict_entry(reasons[i].name, reasons[i].meaning);
-    puts("}");
-    puts("");
+    py_dict("# What each reason a step was skipped for means.", "SKIP_REASONS", reasons,
+            COUNT(reasons));
     puts("# (member, kind, record): what the diagnosis reads of each round record, in the order");
     puts("# roundtrim-diagnose reads a sample line (policy/diag_input.def says how each is "
          "written).");
@@ -471,34 +483,17 @@ static void python(void)
     puts("");
     printf("# The latest rounds a diagnosis looks at.\nDIAG_HISTORY = %d\n\n",
            ROUNDTRIM_DIAG_HISTORY);
-    puts("# The causes of growth (the diagnosis record's cause), in the library's order, and how "
-         "the report");
-    puts("# names each.");
-    puts("DIAG_CAUSES = {");
-    for (size_t i = 0; i < COUNT(causes); i++)
-        py_dict_entry(causes[i].name, causes[i].words);
-    puts("}");
+    py_dict("# The causes of growth (the diagnosis record's cause), in the library's order, and "
+            "how the report\n# names each.",
+            "DIAG_CAUSES", causes, COUNT(causes));
+    py_flagged("# The causes a diagnosis may give (the others are labels of the metric only).",
+               "DIAG_VERDICTS", causes, COUNT(causes));
     puts("");
-    puts("# The causes a diagnosis may give (the others are labels of the metric only).");
-    puts("DIAG_VERDICTS = (");
-    for (size_t i = 0; i < COUNT(causes); i++)
-        if (causes[i].verdict)
-            printf("    \"%s\",\n", causes[i].name);
-    puts(")");
-    puts("");
-    puts("# The findings beside the cause (the diagnosis record's findings), and what each "
-         "means.");
-    puts("DIAG_FINDINGS = {");
-    for (size_t i = 0; i < COUNT(findings); i++)
-        py_dict_entry(findings[i].name, findings[i].meaning);
-    puts("}");
-    puts("");
-    puts("# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).");
-    puts("DIAG_REASONS = {");
-    for (size_t i = 0; i < COUNT(diag_reasons); i++)
-        py_dict_entry(diag_reasons[i].name, diag_reasons[i].meaning);
-    puts("}");
-    puts("");
+    py_dict("# The findings beside the cause (the diagnosis record's findings), and what each "
+            "means.",
+            "DIAG_FINDINGS", findings, COUNT(findings));
+    py_dict("# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).",
+            "DIAG_REASONS", diag_reasons, COUNT(diag_reasons));
     puts("# Words older versions wrote for a reason, and the reason's name now: the report reads");
     puts("# old logs with them.");
     puts("SKIP_REASON_OLD_WORDS = {");
@@ -506,20 +501,16 @@ static void python(void)
         printf("    \"%s\": \"%s\",\n", old_words[i].old, old_words[i].name);
     puts("}");
     puts("");
-    puts("# The reasons that are no failure: the program did the step itself, the process was");
-    puts("# ending, or the cleanup policy found the step not worth it.");
-    puts("EXPECTED_SKIP_REASONS = (");
-    for (size_t i = 0; i < COUNT(reasons); i++)
-        if (reasons[i].expected)
-            printf("    \"%s\",\n", reasons[i].name);
-    puts(")");
+    py_flagged("# The reasons that are no failure: the program did the step itself, the process "
+               "was\n# ending, or the cleanup policy found the step not worth it.",
+               "EXPECTED_SKIP_REASONS", reasons, COUNT(reasons));
 }
 
 static void prom_expected(void)
 {
     const char *sep = "";
     for (size_t i = 0; i < COUNT(reasons); i++) {
-        if (reasons[i].expected) {
+        if (reasons[i].flag) {
             printf("%s%s", sep, reasons[i].name);
             sep = "|";
         }
@@ -532,18 +523,24 @@ static const struct {
     const char *name;
     const struct field *fields;
     size_t count;
+    const char *to_reference; /* the page's way to docs/reference/ */
 } event_tables[] = {
-#define TABLE(name, fields)                                                                        \
+#define LOG_FILE(name, fields)                                                                     \
     {                                                                                              \
-        name, fields, COUNT(fields)                                                                \
+        name, fields, COUNT(fields), ""                                                            \
     }
-    TABLE("start", start_fields),       TABLE("exit", exit_fields),
-    TABLE("pressure", pressure_fields), TABLE("holders", holders_fields),
-    TABLE("holder", holder_fields),     TABLE("diagnosis", diagnosis_fields),
-    TABLE("forecast", forecast_fields), TABLE("advice-sites", advice_sites_fields),
-    TABLE("sites", sites_fields),       TABLE("site", site_fields),
-    TABLE("py-frame", py_frame_fields),
-#undef TABLE
+#define DIAGNOSIS(name, fields)                                                                    \
+    {                                                                                              \
+        name, fields, COUNT(fields), "reference/"                                                  \
+    }
+    LOG_FILE("start", start_fields),        LOG_FILE("exit", exit_fields),
+    LOG_FILE("pressure", pressure_fields),  LOG_FILE("holders", holders_fields),
+    LOG_FILE("holder", holder_fields),      DIAGNOSIS("diagnosis", diagnosis_fields),
+    DIAGNOSIS("forecast", forecast_fields), DIAGNOSIS("advice-sites", advice_sites_fields),
+    DIAGNOSIS("sites", sites_fields),       DIAGNOSIS("site", site_fields),
+    DIAGNOSIS("py-frame", py_frame_fields),
+#undef LOG_FILE
+#undef DIAGNOSIS
 };
 
 static int event_keys(const char *name)
@@ -554,7 +551,8 @@ static int event_keys(const char *name)
     }
     for (size_t i = 0; i < COUNT(event_tables); i++)
         if (strcmp(name, event_tables[i].name) == 0) {
-            markdown_event(event_tables[i].fields, event_tables[i].count);
+            markdown_event(event_tables[i].fields, event_tables[i].count,
+                           event_tables[i].to_reference);
             return 1;
         }
     return 0;
