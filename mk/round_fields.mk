@@ -1,7 +1,7 @@
 # The round record's contract: its keys (policy/round_fields.def), the skip reasons
 # (policy/skip_reasons.def) and the diagnosis's input and words (policy/diag_input.def,
-# policy/diag_causes.def), printed by roundtrim-round-fields as the files that repeat them,
-# committed and checked against the tables:
+# policy/diag_causes.def) and the options' defaults (policy/options.def), printed by
+# roundtrim-round-fields as the files that repeat them, committed and checked against the tables:
 #   docs/reference/round-log.md            the reference page
 #   scripts/roundtrim_report/fields.py     the report's field checks and skip legend
 #   deploy/prometheus/roundtrim.rules.yml  its list of skip reasons that are no failure
@@ -12,6 +12,7 @@ $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/r
                                  policy/mem_parts.def policy/skip_reasons.def \
                                  policy/diag_input.def policy/diag_causes.def \
                                  policy/diagnosis.h policy/diagnosis_fields.def \
+                                 policy/options.def policy/options.h \
                                  $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@

@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS
+from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS, OPTION_DEFAULTS
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -170,30 +170,32 @@ def sample_line(rec):
     return " ".join(str(f) for f in fields)
 
 
-def _setting(start, name, default):
+def _setting(start, name, whole=False):
+    """The option's value in force as the start record says it, else the library's default
+    (a whole number's when whole and the value is not one)."""
     settings = start.get("settings") if isinstance(start, dict) else None
     entry = settings.get(name) if isinstance(settings, dict) else None
     value = entry.get("value") if isinstance(entry, dict) else None
-    return value if isinstance(value, str) else default
+    if not isinstance(value, str) or (whole and not value.isdigit()):
+        return OPTION_DEFAULTS.get(name)
+    return value
 
 
 def context_line(proc, kept):
     """What the advice may refer to, from the start record, as the library has it."""
     start = proc.start if isinstance(getattr(proc, "start", None), dict) else {}
-    every = _setting(start, "ROUNDTRIM_GC_ROUNDS", "1")
-    window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", "10")
-    job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", "0")
-    asked = _setting(start, "ROUNDTRIM_SITES", "false") == "true"
+    every = _setting(start, "ROUNDTRIM_GC_ROUNDS", whole=True)
+    window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", whole=True)
+    job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", whole=True)
+    asked = _setting(start, "ROUNDTRIM_SITES") == "true"
     # Unset, sampling starts by itself once live memory rises: its sites records say it ran.
     sites = asked or bool(getattr(getattr(proc, "sites", None), "count", 0))
     sites_skipped = _reason(start.get("sites_skipped")) if asked else "-"
     python = any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT for line in kept.samples)
     allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
     return " ".join(str(f) for f in (
-        "context", every if every.isdigit() else 1,
-        int(_setting(start, "ROUNDTRIM_CUDA_EMPTY_CACHE", "false") == "true"),
-        int(sites and sites_skipped == "-"), sites_skipped, int(python), allocator,
-        window if window.isdigit() else 10, job if job.isdigit() else 0))
+        "context", every, int(_setting(start, "ROUNDTRIM_CUDA_EMPTY_CACHE") == "true"),
+        int(sites and sites_skipped == "-"), sites_skipped, int(python), allocator, window, job))
 
 
 def computed_diagnosis(proc, kept):
