@@ -146,3 +146,15 @@ def test_no_growth_is_not_said_beside_a_rising_figure(tmp_path):
     assert line.startswith("  diagnosis: no growth; memory flat over rounds 2-10 (within noise: "
                            "+/-"), line
     assert not re.search(r"\+\d+\.\d\d MiB/round", line), line
+
+
+def test_the_diagnosis_option_names_every_verdict_the_library_gives():
+    """ROUNDTRIM_DIAG_ROUNDS's meaning (the README's table, `roundtrim env`, the manual page) lists
+    the verdicts in words: every cause policy/diag_causes.def marks a verdict, and nothing else."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from roundtrim_report.fields import DIAG_CAUSES, DIAG_VERDICTS
+    text = (ROOT / "policy" / "options.def").read_text()
+    entry = re.search(r"ROUNDTRIM_OPTION\(DIAG_ROUNDS,.*?\)\n\n", text, re.S).group(0)
+    meaning = " ".join(re.findall(r'"([^"]*)"', entry.split(".meaning", 1)[1]))
+    named = {c for c in DIAG_CAUSES if re.search(rf"\b{c}\b", meaning)}
+    assert named == set(DIAG_VERDICTS), meaning
