@@ -1024,7 +1024,7 @@ void roundtrim_diagnose(const struct roundtrim_diag_sample *given, size_t n,
     struct roundtrim_diag_sample smp[HISTORY];
     memcpy(smp, given, n * sizeof *smp);
     resident_live(smp, n);
-    size_t w = ctx->window ? (size_t)ctx->window : 10;
+    size_t w = ctx->window ? (size_t)ctx->window : ROUNDTRIM_DIAG_DEFAULT_ROUNDS;
     w = w < ROUNDTRIM_DIAG_MIN_ROUNDS ? ROUNDTRIM_DIAG_MIN_ROUNDS : w;
     w = w > n ? n : w;
     d->rounds = (int)w;

@@ -61,6 +61,8 @@ struct roundtrim_diag_context {
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
+/* ROUNDTRIM_DIAG_ROUNDS's default: the rounds a verdict's figures cover. */
+#define ROUNDTRIM_DIAG_DEFAULT_ROUNDS 10
 /* The latest rounds growth is judged over (and ROUNDTRIM_DIAG_ROUNDS's largest value). */
 #define ROUNDTRIM_DIAG_HISTORY 64
 /* Persistence: a part grows when each of SUB_ROUNDS successive rounds' windows shows it rising

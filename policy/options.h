@@ -11,6 +11,10 @@
 
 #define ROUNDTRIM_DAY_S (24u * 3600u)
 
+/* A number defined once, as an option's default text: ROUNDTRIM_TEXT_OF(ROUNDTRIM_X) is "10". */
+#define ROUNDTRIM_TEXT_OF(number)  ROUNDTRIM_TEXT_OF_(number)
+#define ROUNDTRIM_TEXT_OF_(number) #number
+
 enum roundtrim_option_id {
 #define ROUNDTRIM_OPTION(ID, field, TYPE, ...) RT_OPT_##ID,
 #include "policy/options.def"

@@ -19,12 +19,18 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import DIAG_CAUSES, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS, OPTION_DEFAULTS
+from .fields import (DIAG_CAUSES, DIAG_CONTEXT, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS,
+                     OPTION_DEFAULTS)
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
 PARTS_MASK_FIELD = 1 + [kind for _, kind, _ in DIAG_INPUT].index("PARTS")
 PYTHON_BIT = 1 << DIAG_PARTS.index("python")
+# The option that asks for allocation sites: the context's sites fields depend on it.
+SITES_OPTION = "ROUNDTRIM_SITES"
+# The settings the context line reads (roundlog keeps them of each start record).
+CONTEXT_SETTINGS = tuple(source for _, _, source in DIAG_CONTEXT
+                         if source.startswith("ROUNDTRIM_")) + (SITES_OPTION,)
 MAX_SITES = 3
 
 CAUSE_WORDS = DIAG_CAUSES  # how the report names each cause (policy/diag_causes.def)
@@ -182,20 +188,29 @@ def _setting(start, name, whole=False):
 
 
 def context_line(proc, kept):
-    """What the advice may refer to, from the start record, as the library has it."""
+    """What the advice may refer to, from the start record, as the library has it: the
+    DIAG_CONTEXT rows in their order, each from its source."""
     start = proc.start if isinstance(getattr(proc, "start", None), dict) else {}
-    every = _setting(start, "ROUNDTRIM_GC_ROUNDS", whole=True)
-    window = _setting(start, "ROUNDTRIM_DIAG_ROUNDS", whole=True)
-    job = _setting(start, "ROUNDTRIM_JOB_ROUNDS", whole=True)
-    asked = _setting(start, "ROUNDTRIM_SITES") == "true"
+    asked = _setting(start, SITES_OPTION) == "true"
     # Unset, sampling starts by itself once live memory rises: its sites records say it ran.
-    sites = asked or bool(getattr(getattr(proc, "sites", None), "count", 0))
+    sampled = asked or bool(getattr(getattr(proc, "sites", None), "count", 0))
     sites_skipped = _reason(start.get("sites_skipped")) if asked else "-"
-    python = any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT for line in kept.samples)
-    allocator = _reason(start.get("allocator") or getattr(proc, "allocator", None))
-    return " ".join(str(f) for f in (
-        "context", every, int(_setting(start, "ROUNDTRIM_CUDA_EMPTY_CACHE") == "true"),
-        int(sites and sites_skipped == "-"), sites_skipped, int(python), allocator, window, job))
+    worked_out = {
+        "sites": int(sampled and sites_skipped == "-"),
+        "sites_skipped": sites_skipped,
+        "python": int(any(int(line.split()[PARTS_MASK_FIELD]) & PYTHON_BIT
+                          for line in kept.samples)),
+        "allocator": _reason(start.get("allocator") or getattr(proc, "allocator", None)),
+    }
+    fields = ["context"]
+    for _, kind, source in DIAG_CONTEXT:
+        if source in worked_out:
+            fields.append(worked_out[source])
+        elif kind == "FLAG":
+            fields.append(int(_setting(start, source) == "true"))
+        else:
+            fields.append(_setting(start, source, whole=kind == "UINT"))
+    return " ".join(str(f) for f in fields)
 
 
 def computed_diagnosis(proc, kept):

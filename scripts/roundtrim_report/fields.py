@@ -242,6 +242,19 @@ DIAG_INPUT = (
     ("over_rss", "UINT", "memory.over_rss"),
 )
 
+# (member, kind, source): the context line's fields after "context", in order (policy/diag_input.def
+# says where the report finds each).
+DIAG_CONTEXT = (
+    ("cleanup_every", "UINT", "ROUNDTRIM_GC_ROUNDS"),
+    ("cuda_empty_cache", "FLAG", "ROUNDTRIM_CUDA_EMPTY_CACHE"),
+    ("sites", "FLAG", "sites"),
+    ("sites_skipped", "WORD", "sites_skipped"),
+    ("python", "FLAG", "python"),
+    ("allocator", "WORD", "allocator"),
+    ("window", "UINT", "ROUNDTRIM_DIAG_ROUNDS"),
+    ("job_rounds", "UINT", "ROUNDTRIM_JOB_ROUNDS"),
+)
+
 # The memory parts, in the order a sample's PARTS row gives them.
 DIAG_PARTS = (
     "heap_live",

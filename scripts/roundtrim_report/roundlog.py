@@ -148,8 +148,7 @@ class Rounds:
 # The fields of a start and of an exit (or exec) record the report reads.
 START_FIELDS = ("ts", "role", "exe", "allocator", "sites_skipped")
 # The settings the diagnosis computed from round records reads (roundtrim_diagnosis.context_line).
-START_SETTINGS = ("ROUNDTRIM_GC_ROUNDS", "ROUNDTRIM_DIAG_ROUNDS", "ROUNDTRIM_SITES",
-                  "ROUNDTRIM_CUDA_EMPTY_CACHE", "ROUNDTRIM_JOB_ROUNDS")
+START_SETTINGS = roundtrim_diagnosis.CONTEXT_SETTINGS
 EXIT_FIELDS = ("event", "rounds", "cleanups", "rss", "hooks_attached", "hooks_missing",
                "hooks_not_imported")
 

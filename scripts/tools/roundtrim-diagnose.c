@@ -3,14 +3,13 @@
  * ended by a signal before its first diagnosis record): the same code, not a second one.
  *
  * Input, one line each, fields separated by spaces:
- *   context CLEANUP_EVERY CUDA_EMPTY_CACHE SITES SITES_SKIPPED PYTHON ALLOCATOR WINDOW
- *           JOB_ROUNDS
+ *   context FIELD...
  *   sample FIELD...
- * where a sample's fields are policy/diag_input.def's rows in their order, each written as its
- * kind says (a PARTS row is a mask then a number per part, a HEADROOM row a name then a
- * number); a reason that is absent is "-"; flags are 0 or 1. Samples oldest first; the latest
- * ROUNDTRIM_DIAG_HISTORY are used. Output: one JSON object with the diagnosis's fields. Exit
- * status 2 on input it cannot read (the line is named). */
+ * where the context's fields are policy/diag_input.def's RT_DIAG_CONTEXT rows and a sample's its
+ * RT_DIAG_IN rows, in their order, each written as its kind says (a PARTS row is a mask then a
+ * number per part, a HEADROOM row a name then a number); a reason that is absent is "-"; flags are
+ * 0 or 1. Samples oldest first; the latest ROUNDTRIM_DIAG_HISTORY are used. Output: one JSON object
+ * with the diagnosis's fields. Exit status 2 on input it cannot read (the line is named). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,16 +64,42 @@ static int split(char *line, char **f, int max)
     return n;
 }
 
-static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx, char *sites_skipped,
-                          char *allocator)
+/* The context's words (its WORD rows), kept for the diagnosis. */
+struct context_words {
+    char word[8][FIELD_MAX];
+    int used;
+};
+
+/* One RT_DIAG_CONTEXT row of each kind: field f[*at], *at moved past it. */
+static bool context_UINT(char **f, int n, int *at, uint64_t *out, struct context_words *w)
 {
-    uint64_t window;
-    return n == 9 && parse_u64(f[1], &ctx->cleanup_every) &&
-           parse_flag(f[2], &ctx->cuda_empty_cache) && parse_flag(f[3], &ctx->sites) &&
-           parse_reason(f[4], sites_skipped, &ctx->sites_skipped) &&
-           parse_flag(f[5], &ctx->python) && parse_reason(f[6], allocator, &ctx->allocator) &&
-           parse_u64(f[7], &window) && (ctx->window = window, true) &&
-           parse_u64(f[8], &ctx->job_rounds);
+    (void)w;
+    return *at < n && parse_u64(f[(*at)++], out);
+}
+
+static bool context_FLAG(char **f, int n, int *at, bool *out, struct context_words *w)
+{
+    (void)w;
+    return *at < n && parse_flag(f[(*at)++], out);
+}
+
+static bool context_WORD(char **f, int n, int *at, const char **out, struct context_words *w)
+{
+    if (*at >= n || w->used == (int)(sizeof w->word / sizeof w->word[0]))
+        return false;
+    return parse_reason(f[(*at)++], w->word[w->used++], out);
+}
+
+static bool parse_context(char **f, int n, struct roundtrim_diag_context *ctx,
+                          struct context_words *w)
+{
+    int at = 1;
+    w->used = 0;
+#define RT_DIAG_CONTEXT(member, kind, source)                                                      \
+    if (!context_##kind(f, n, &at, &ctx->member, w))                                               \
+        return false;
+#include "policy/diag_input.def"
+    return at == n;
 }
 
 /* One row of policy/diag_input.def's, of each kind: fields f[*at..], *at moved past them. */
@@ -156,7 +181,7 @@ int main(int argc, char **argv)
     }
     static struct roundtrim_diag_sample ring[MAX_SAMPLES];
     struct roundtrim_diag_context ctx = {0};
-    char sites_skipped[FIELD_MAX], allocator[FIELD_MAX];
+    struct context_words words;
     size_t count = 0;
     char line[1024];
     unsigned long lineno = 0;
@@ -168,7 +193,7 @@ int main(int argc, char **argv)
         if (n == 0)
             continue;
         if (strcmp(f[0], "context") == 0) {
-            ok = parse_context(f, n, &ctx, sites_skipped, allocator);
+            ok = parse_context(f, n, &ctx, &words);
         } else if (strcmp(f[0], "sample") == 0) {
             size_t at = count % MAX_SAMPLES;
             memset(&ring[at], 0, sizeof ring[at]);

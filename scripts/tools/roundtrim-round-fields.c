@@ -91,6 +91,11 @@ static const struct diag_input diag_inputs[] = {
 #define RT_DIAG_IN(member, kind, record, value) {#member, #kind, record},
 #include "policy/diag_input.def"
 };
+/* What the advice may refer to (the RT_DIAG_CONTEXT rows): member, kind, source. */
+static const struct diag_input diag_context[] = {
+#define RT_DIAG_CONTEXT(member, kind, source) {#member, #kind, source},
+#include "policy/diag_input.def"
+};
 
 /* The causes of growth and the findings the diagnosis names (policy/diag_causes.def). */
 static const struct named causes[] = {
@@ -484,6 +489,15 @@ static void python(void)
     for (size_t i = 0; i < COUNT(diag_inputs); i++)
         printf("    (\"%s\", \"%s\", \"%s\"),\n", diag_inputs[i].member, diag_inputs[i].kind,
                diag_inputs[i].record);
+    puts(")");
+    puts("");
+    puts("# (member, kind, source): the context line's fields after \"context\", in order "
+         "(policy/diag_input.def");
+    puts("# says where the report finds each).");
+    puts("DIAG_CONTEXT = (");
+    for (size_t i = 0; i < COUNT(diag_context); i++)
+        printf("    (\"%s\", \"%s\", \"%s\"),\n", diag_context[i].member, diag_context[i].kind,
+               diag_context[i].record);
     puts(")");
     puts("");
     puts("# The memory parts, in the order a sample's PARTS row gives them.");
