@@ -14,7 +14,7 @@ $(PY_FRAMES_PROBE) $(PY_FRAMES_MALLOC): $(BUILD)/tests/lib%.so: tests/programs/l
         policy/skip_reason.c \
         runtime/python/code_origin.c policy/code_origin.c $(PY_FRAMES_CORE) \
         runtime/python/frames.h runtime/python/code_origin.h policy/code_origin.h \
-        runtime/python/api.h
+        runtime/python/api.h policy/skip_reason.h policy/skip_reasons.def
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O2 -fPIC -shared -pthread -I. $(PY_FRAMES_FLAGS) $(filter %.c,$^) \
 	    -o $@ -ldl -Wl,--no-undefined

@@ -75,7 +75,7 @@ void frames_malloc_start(const char *function)
 
 const char *frames_malloc_unavailable(void)
 {
-    const char *why = roundtrim_python_frames_unavailable();
+    const char *why = roundtrim_skip_name(roundtrim_python_frames_unavailable());
     return why ? why : "";
 }
 

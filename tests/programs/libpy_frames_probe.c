@@ -14,7 +14,7 @@
 const char *probe_unavailable(void)
 {
     roundtrim_py_resolve();
-    const char *why = roundtrim_python_frames_unavailable();
+    const char *why = roundtrim_skip_name(roundtrim_python_frames_unavailable());
     return why ? why : "";
 }
 
