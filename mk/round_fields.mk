@@ -12,7 +12,7 @@ $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/r
                                  policy/mem_parts.def policy/skip_reasons.def \
                                  policy/diag_input.def policy/diag_causes.def \
                                  policy/diagnosis.h policy/diagnosis_fields.def \
-                                 policy/options.def policy/options.h \
+                                 policy/options.def policy/options.h policy/event_kinds.def \
                                  $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@

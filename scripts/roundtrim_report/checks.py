@@ -7,7 +7,7 @@ value."""
 import json
 import math
 
-from .fields import ROUND_FIELDS
+from .fields import EVENT_FIELDS, ROUND_FIELDS
 
 # The library writes counters, sizes and times as unsigned 64-bit numbers: beyond that, a value
 # is no measurement (Python's JSON parser also lets NaN, Infinity and 1e308 through).
@@ -54,32 +54,21 @@ PID = (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2**3
        "a process id, a whole number above 0")
 
 OBJECT_OR_NULL = (lambda v: v is None or isinstance(v, dict), "an object or null")
-# Each check the round record's field table (roundtrim_report/fields.py) names.
+OBJECT = (lambda v: isinstance(v, dict), "an object")
+LIST = (lambda v: isinstance(v, list), "a list")
+# Each check the records' field tables (roundtrim_report/fields.py) name.
 CHECKS = {"number": NUMBER, "number_or_null": NUMBER_OR_NULL, "whole": WHOLE, "text": TEXT,
-          "flag": FLAG, "texts": TEXTS, "pid": PID, "object_or_null": OBJECT_OR_NULL}
+          "flag": FLAG, "texts": TEXTS, "pid": PID, "object_or_null": OBJECT_OR_NULL,
+          "signed": SIGNED, "object": OBJECT, "list": LIST, "numbers_by_name": NUMBERS_BY_NAME}
 
-# The fields of the other records the report reads or that the library writes as numbers, lists
-# or text; a field not listed here or in the round record's table is not checked (a newer
-# library may add some).
-FIELD_KINDS = {
-    "ppid": PID, "percent": NUMBER,
-    "hooks_attached": TEXTS, "hooks_missing": TEXTS, "hooks_not_imported": TEXTS, "py_hooks": TEXTS,
-    # the diagnosis record's figures
-    "first_round": WHOLE, "last_round": WHOLE, "growth_bytes_per_round": SIGNED,
-    "growth_noise_bytes_per_round": WHOLE,
-    "recovered_bytes_per_round": SIGNED, "gc_collected_per_round": SIGNED_OR_NULL,
-    "heap_free_percent": SIGNED_OR_NULL, "slopes": NUMBERS_BY_NAME,
-    "shares": NUMBERS_BY_NAME, "recovered": NUMBERS_BY_NAME, "mixed": FLAG, "collected": FLAG,
-    "held": NUMBERS_BY_NAME, "findings": TEXTS, "persisted_windows": WHOLE,
-    "growing_since": WHOLE, "decide_round": WHOLE, "uncounted_bytes_per_round": SIGNED,
-}
-FIELD_KINDS.update((key, NUMBER) for key in (
-    "rss", "used_bytes", "limit_bytes", "rounds", "rounds_unrecorded", "cleanups"))
-FIELD_KINDS.update((key, TEXT) for key in (
-    "role", "exe", "level", "limit_source", "py_hook_mode", "sites_skipped", "cause",
-    "cause_skipped", "advice", "decided_by", "computed_by", "sites_native_skipped",
-    "native_frames_skipped"))
-FIELD_KINDS.update((key, CHECKS[check]) for key, check, _, _ in ROUND_FIELDS)
+# The checks of each record's keys, by event: the round record's and the others' tables. Every
+# record starts with event, pid and ts; the diagnosis record says its round after them. A key
+# not in its record's table is not checked (a newer library may add some).
+HEADER = {key: CHECKS[check] for key, check, _, _ in ROUND_FIELDS
+          if key in ("event", "pid", "ts", "round")}
+EVENT_CHECKS = {"round": {key: CHECKS[check] for key, check, _, _ in ROUND_FIELDS}}
+EVENT_CHECKS.update((event, {**HEADER, **{key: CHECKS[check] for key, check in rows}})
+                    for event, rows in EVENT_FIELDS.items())
 
 
 def shown(value, limit=40):
@@ -96,8 +85,9 @@ def shown(value, limit=40):
 def bad_field(record):
     """The first field that keeps a record out of the report, and why ("rss_before is "big"
     (expected ...)"); (None, None) when there is none."""
+    checks = EVENT_CHECKS.get(record.get("event"), HEADER)
     for key, value in record.items():
-        kind = FIELD_KINDS.get(key)
+        kind = checks.get(key)
         if kind and not kind[0](value):
             return key, f"{key} is {shown(value)} (expected {kind[1]})"
     return None, None

@@ -188,29 +188,10 @@ static const struct field traffic[] = {
 #include "policy/round_fields.def"
 };
 
-/* The kinds only the other records have. */
+/* The kinds only the other records have (policy/event_kinds.def). */
 static const struct kind event_kinds[] = {
-    {"HUNDREDTHS", "number (2 decimals)", "number"},
-    {"HOOKS", "list of texts", "texts"},
-    {"HOOK_LIST", "list of texts", "texts"},
-    {"INT", "whole number", "number"},
-    {"SETTINGS", "object", "object"},
-    {"PY_HOOKS", "text", "text"},
-    {"CAUSE", "text or null", "text_or_null"},
-    {"BOOL", "true or false", "bool"},
-    {"BOOL_OR_NULL", "true, false or null", "bool_or_null"},
-    {"SLOPES", "object: a number or null for each memory part", "object"},
-    {"SHARES", "object: a whole number for each cause with a share", "object"},
-    {"ACTION_BYTES", "object: gc, trim, device", "object"},
-    {"FINDINGS", "list of texts", "texts"},
-    {"FORECAST", "object (keys below)", "object"},
-    {"ADVICE_SITES", "object (keys below)", "object"},
-    {"SITES_SAID", "text", "text"},
-    {"SITES", "list of sites (keys below)", "list"},
-    {"HEX_ID", "text (16 hexadecimal digits)", "text"},
-    {"PY_FRAMES", "list of objects (keys below)", "list"},
-    {"NATIVE_FRAMES", "list of objects", "list"},
-    {"HOLDERS", "list of objects (below)", "list"},
+#define RT_EVENT_KIND(kind, type, check) {#kind, type, check},
+#include "policy/event_kinds.def"
 };
 
 static const struct kind *kind_of(const char *k)
@@ -426,6 +407,50 @@ static void py_dict_entry(const char *name, const char *text)
     puts(",");
 }
 
+/* The records other than the round record, by event, and the table of their keys. */
+static const struct {
+    const char *event;
+    const struct field *fields;
+    size_t count;
+} record_tables[] = {
+    {"start", start_fields, COUNT(start_fields)},
+    {"exit", exit_fields, COUNT(exit_fields)},
+    {"exec", exit_fields, COUNT(exit_fields)},
+    {"pressure", pressure_fields, COUNT(pressure_fields)},
+    {"holders", holders_fields, COUNT(holders_fields)},
+    {"diagnosis", diagnosis_fields, COUNT(diagnosis_fields)},
+    {"sites", sites_fields, COUNT(sites_fields)},
+};
+
+static void py_check(const char *name, const char *kind)
+{
+    printf("        (\"%s\", \"%s\"),\n", name, kind_of(kind)->check);
+}
+
+/* Each record's keys after its header with the report's check of each: the traffic row stands
+ * for the malloc family's counts and counts_skipped. */
+static void python_event_checks(void)
+{
+    puts("# (key, check): the keys of the records other than the round record, by event, as their");
+    puts("# tables declare them, with the report's check of each value (as ROUND_FIELDS').");
+    puts("EVENT_FIELDS = {");
+    for (size_t t = 0; t < COUNT(record_tables); t++) {
+        printf("    \"%s\": (\n", record_tables[t].event);
+        for (size_t i = 0; i < record_tables[t].count; i++) {
+            const struct field *f = &record_tables[t].fields[i];
+            if (strcmp(f->kind, "TRAFFIC") != 0) {
+                py_check(f->name, f->kind);
+                continue;
+            }
+            for (size_t k = 0; k < COUNT(traffic); k++)
+                py_check(traffic[k].name, traffic[k].kind);
+            py_check("counts_skipped", "REASON");
+        }
+        puts("    ),");
+    }
+    puts("}");
+}
+
 /* A Python dict of the rows' names to their words, after its comment, and a blank line. */
 static void py_dict(const char *comment, const char *var, const struct named *rows, size_t n)
 {
@@ -537,6 +562,8 @@ static void python(void)
         if (options[i].default_value)
             printf("    \"%s\": \"%s\",\n", options[i].name, options[i].default_value);
     puts("}");
+    puts("");
+    python_event_checks();
 }
 
 static void prom_expected(void)

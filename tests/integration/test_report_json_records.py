@@ -119,3 +119,23 @@ def test_a_record_that_nests_too_deep_is_left_out_and_the_document_stays_whole(t
     assert res.returncode == 0, res.stderr
     (proc,) = json.loads(res.stdout)["processes"]
     assert proc["latest_records"] == {"start": start}
+
+
+def test_the_report_checks_every_key_of_every_record_kind_and_keeps_real_records(run_shim,
+                                                                                tmp_path):
+    """The report's checks of a record's values come from the records' tables (EVENT_FIELDS):
+    every key real runs write has its check, and every record real runs write passes it."""
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from roundtrim_report.checks import EVENT_CHECKS, bad_field
+    log = log_of_every_kind(run_shim, tmp_path)
+    unchecked = set()
+    for line in log.read_text().splitlines():
+        rec = json.loads(line)
+        assert bad_field(rec) == (None, None), rec["event"]
+        unchecked |= {(rec["event"], key) for key in rec
+                      if key not in EVENT_CHECKS[rec["event"]]}
+    assert not unchecked, sorted(unchecked)
+    # A value of the wrong kind keeps the record out, with the key named.
+    bad = {"event": "diagnosis", "pid": 7, "ts": 1.0, "round": 3, "heap_free_percent": -4}
+    assert bad_field(bad)[0] == "heap_free_percent"
