@@ -404,22 +404,6 @@ EVENT_FIELDS = {
         ("hooks_missing", "texts"),
         ("signal_rounds_off", "text"),
     ),
-    "exec": (
-        ("rounds", "number"),
-        ("rounds_unrecorded", "number"),
-        ("cleanups", "number"),
-        ("malloc_calls", "number_or_null"),
-        ("free_calls", "number_or_null"),
-        ("malloc_bytes", "number_or_null"),
-        ("free_bytes", "number_or_null"),
-        ("counts_skipped", "text"),
-        ("rss", "number"),
-        ("rss_peak", "number"),
-        ("hooks_attached", "texts"),
-        ("hooks_not_imported", "texts"),
-        ("hooks_missing", "texts"),
-        ("signal_rounds_off", "text"),
-    ),
     "pressure": (
         ("level", "text"),
         ("used_bytes", "number"),
@@ -489,3 +473,4 @@ EVENT_FIELDS = {
         ("shrunk", "list"),
     ),
 }
+EVENT_FIELDS["exec"] = EVENT_FIELDS["exit"]  # the exit record's keys

@@ -415,7 +415,6 @@ static const struct {
 } record_tables[] = {
     {"start", start_fields, COUNT(start_fields)},
     {"exit", exit_fields, COUNT(exit_fields)},
-    {"exec", exit_fields, COUNT(exit_fields)},
     {"pressure", pressure_fields, COUNT(pressure_fields)},
     {"holders", holders_fields, COUNT(holders_fields)},
     {"diagnosis", diagnosis_fields, COUNT(diagnosis_fields)},
@@ -449,6 +448,7 @@ static void python_event_checks(void)
         puts("    ),");
     }
     puts("}");
+    puts("EVENT_FIELDS[\"exec\"] = EVENT_FIELDS[\"exit\"]  # the exit record's keys");
 }
 
 /* A Python dict of the rows' names to their words, after its comment, and a blank line. */
