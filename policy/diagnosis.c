@@ -33,9 +33,6 @@
  * new level, not growth: a single step gives at least two thirds, two equal steps a third. */
 #define STEP_SHARE 0.5
 
-/* The actions whose yield is held: indexes of roundtrim_diagnosis.held_rounds. */
-enum held_action { HELD_GC, HELD_TRIM, HELD_DEVICE };
-
 static const char *const cause_names[RT_CAUSE_COUNT] = {
 #define RT_CAUSE(id, name, verdict, grows, words) [RT_CAUSE_##id] = #name,
 #include "policy/diag_causes.def"
@@ -60,6 +57,16 @@ const char *roundtrim_cause_name(enum roundtrim_cause c)
 const char *roundtrim_finding_name(unsigned bit_index)
 {
     return bit_index < RT_FIND_COUNT_BITS ? finding_names[bit_index] : "unknown";
+}
+
+static const char *const action_names[RT_DIAG_ACTION_COUNT] = {
+#define RT_DIAG_ACTION(id, name, given) [RT_DIAG_ACTION_##id] = #name,
+#include "policy/diag_input.def"
+};
+
+const char *roundtrim_diag_action_name(enum roundtrim_diag_action a)
+{
+    return (unsigned)a < RT_DIAG_ACTION_COUNT ? action_names[a] : "unknown";
 }
 
 /* A part (or a sum of parts) over the rounds: y[i] at round x[i]. */
@@ -611,7 +618,7 @@ static void say_held(struct roundtrim_diagnosis *d)
             "%llu-%llu; reference cycles the program makes and drops; without a collection "
             "this program grows that much a round; breaking the cycles, with weak references "
             "or del of what refers back, spares it).",
-            b, d->held_rounds[HELD_GC], (unsigned long long)d->first_round,
+            b, d->held_rounds[RT_DIAG_ACTION_GC], (unsigned long long)d->first_round,
             (unsigned long long)d->last_round);
     }
     if (d->held_trim > 0) {
@@ -620,7 +627,7 @@ static void say_held(struct roundtrim_diagnosis *d)
             " The trim gives back %s of freed heap a round (1 MiB or more in %d of rounds "
             "%llu-%llu: the round's own temporaries; without it they stay resident until the "
             "next round reuses them).",
-            b, d->held_rounds[HELD_TRIM], (unsigned long long)d->first_round,
+            b, d->held_rounds[RT_DIAG_ACTION_TRIM], (unsigned long long)d->first_round,
             (unsigned long long)d->last_round);
     }
     if (d->held_device > 0) {
@@ -628,7 +635,7 @@ static void say_held(struct roundtrim_diagnosis *d)
         say(d,
             " The CUDA cache release gives back %s of device memory a round (1 MiB or more in "
             "%d of rounds %llu-%llu).",
-            b, d->held_rounds[HELD_DEVICE], (unsigned long long)d->first_round,
+            b, d->held_rounds[RT_DIAG_ACTION_DEVICE], (unsigned long long)d->first_round,
             (unsigned long long)d->last_round);
     }
 }
@@ -683,18 +690,23 @@ static void live_series(const struct roundtrim_diag_sample *smp, size_t n, struc
                 s->y[i] += smp[i].known[more[k]] ? (double)smp[i].part[more[k]] : 0;
 }
 
-static uint64_t given_back(const struct roundtrim_diag_sample *smp, enum held_action what)
+static uint64_t given_back(const struct roundtrim_diag_sample *smp, enum roundtrim_diag_action what)
 {
-    return what == HELD_GC     ? smp->gc_freed
-           : what == HELD_TRIM ? smp->trim_released
-                               : smp->device_released;
+    switch (what) {
+#define RT_DIAG_ACTION(id, name, given)                                                            \
+    case RT_DIAG_ACTION_##id:                                                                      \
+        return smp->given;
+#include "policy/diag_input.def"
+    default:
+        return 0;
+    }
 }
 
 /* What an action holds flat: its mean per round over the window, from MIN_RECOVERED, where it
  * gave back MIN_RECOVERED or more in most of the rounds it was due in (all of them with cleanup
  * every round, one in `every` else). */
 static double held(struct roundtrim_diagnosis *d, const struct roundtrim_diag_sample *w, size_t n,
-                   uint64_t every, enum held_action what, double mean)
+                   uint64_t every, enum roundtrim_diag_action what, double mean)
 {
     int rounds = 0;
     for (size_t i = 0; i < n; i++)
@@ -756,9 +768,9 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
         d->gc_freed_per_round + d->trim_released_per_round + d->device_released_per_round;
     /* Garbage by the bytes a collection frees, not the objects it finds; and by the rounds that
      * freed it: an average carried by a few rounds does not hold anything flat. */
-    d->held_gc = held(d, w, n, every, HELD_GC, d->gc_freed_per_round);
-    d->held_trim = held(d, w, n, every, HELD_TRIM, d->trim_released_per_round);
-    d->held_device = held(d, w, n, every, HELD_DEVICE, d->device_released_per_round);
+    d->held_gc = held(d, w, n, every, RT_DIAG_ACTION_GC, d->gc_freed_per_round);
+    d->held_trim = held(d, w, n, every, RT_DIAG_ACTION_TRIM, d->trim_released_per_round);
+    d->held_device = held(d, w, n, every, RT_DIAG_ACTION_DEVICE, d->device_released_per_round);
     d->rss_mean = rss_sum / (double)n;
     double variance;
     d->growth_per_round = fit_spread(&total, 0, n, &variance);

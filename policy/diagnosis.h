@@ -24,6 +24,17 @@ enum roundtrim_cause {
 
 const char *roundtrim_cause_name(enum roundtrim_cause c);
 
+/* The cleanup actions whose yield the diagnosis weighs (policy/diag_input.def's RT_DIAG_ACTION
+ * rows): indexes of its per-action figures. */
+enum roundtrim_diag_action {
+#define RT_DIAG_ACTION(id, name, given) RT_DIAG_ACTION_##id,
+#include "policy/diag_input.def"
+    RT_DIAG_ACTION_COUNT
+};
+
+/* The name of an action ("gc"), the key of the diagnosis record's recovered and held objects. */
+const char *roundtrim_diag_action_name(enum roundtrim_diag_action a);
+
 /* One round, as its record says (the memory measured before that round's cleanup): the members
  * policy/diag_input.def fills. */
 struct roundtrim_diag_sample {
@@ -139,7 +150,7 @@ struct roundtrim_diagnosis {
     /* What cleanup holds flat, bytes per round: an action's mean over the window where it gave
      * back 1 MiB or more in most of the rounds it was due in (held_rounds: gc, trim, device). */
     double held_gc, held_trim, held_device;
-    int held_rounds[3];
+    int held_rounds[RT_DIAG_ACTION_COUNT];
     double heap_free_share;     /* median share of RSS the free-but-resident heap is */
     double heap_free_median;    /* bytes */
     double uncounted_per_round; /* heap growth no trim returns: live blocks allocated around

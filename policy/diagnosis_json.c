@@ -62,13 +62,13 @@ static void put_SHARES(struct roundtrim_json *j, const char *key,
     roundtrim_json_object_end(j);
 }
 
-/* Bytes by cleanup action: gc, trim, device. */
+/* Bytes by cleanup action (RT_DIAG_ACTION rows). */
 static void put_ACTION_BYTES(struct roundtrim_json *j, const char *key, const double *v)
 {
     roundtrim_json_object_begin(j, key);
-    roundtrim_json_u64(j, "gc", (uint64_t)rounded(v[0]));
-    roundtrim_json_u64(j, "trim", (uint64_t)rounded(v[1]));
-    roundtrim_json_u64(j, "device", (uint64_t)rounded(v[2]));
+    for (int a = 0; a < RT_DIAG_ACTION_COUNT; a++)
+        roundtrim_json_u64(j, roundtrim_diag_action_name((enum roundtrim_diag_action)a),
+                           (uint64_t)rounded(v[a]));
     roundtrim_json_object_end(j);
 }
 

@@ -1,7 +1,7 @@
 #include "policy/mem_parts.h"
 
 static const char *const part_names[RT_PART_COUNT] = {
-#define RT_MEM_PART(id, name, meaning) [id] = #name,
+#define RT_MEM_PART(id, name, resident, words, meaning) [id] = #name,
 #include "policy/mem_parts.def"
 };
 

@@ -10,7 +10,7 @@
  * set that add up to it, each from a source of its own, and the device memory. A part that
  * could not be read has a reason instead (never a silent zero). */
 enum roundtrim_mem_part {
-#define RT_MEM_PART(id, name, meaning) id,
+#define RT_MEM_PART(id, name, resident, words, meaning) id,
 #include "policy/mem_parts.def"
     RT_PART_COUNT
 };

@@ -19,8 +19,8 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import (DIAG_CAUSES, DIAG_CONTEXT, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS, DIAG_REASONS,
-                     OPTION_DEFAULTS)
+from .fields import (DIAG_ACTIONS, DIAG_CAUSES, DIAG_CONTEXT, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS,
+                     DIAG_REASONS, MEM_PARTS, OPTION_DEFAULTS)
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -40,11 +40,7 @@ HERE = Path(__file__).resolve().parent
 # Installed: beside the package, in the command's libexec folder; in the source tree: build/.
 DIAGNOSE = (HERE.parent / "roundtrim-diagnose", HERE.parents[1] / "build" / "roundtrim-diagnose")
 
-PART_WORDS = {
-    "heap_live": "heap live", "heap_free": "heap free (resident)", "python": "Python objects",
-    "other_anon": "other anonymous", "file": "file-backed", "shmem": "shared",
-    "device_live": "device live", "device_cached": "device cached",
-}
+PART_WORDS = {part: words for part, _, words in MEM_PARTS}
 
 
 # A diagnosis record's envelope: every other key it has the report keeps (--json gives them as
@@ -327,12 +323,10 @@ def diagnosis_of(proc, resolver):
 
 
 # What each cleanup action gave back in a round record, by the names of the diagnosis's
-# "recovered" object.
-RECOVERED_FIELDS = {
-    "gc": ("gc_freed_bytes",),
-    "trim": ("trim_released_bytes",),
-    "device": ("torch_released_bytes", "cupy_released_bytes", "cuda_pool_trim_bytes"),
-}
+# "recovered" object: the round record's keys its DIAG_INPUT row adds up.
+_INPUT_RECORD = {member: record for member, _, record in DIAG_INPUT}
+RECOVERED_FIELDS = {action: tuple(_INPUT_RECORD[given].split("+"))
+                    for action, given in DIAG_ACTIONS}
 
 
 def recovered_rounds(proc, d):

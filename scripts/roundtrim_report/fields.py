@@ -255,6 +255,28 @@ DIAG_CONTEXT = (
     ("job_rounds", "UINT", "ROUNDTRIM_JOB_ROUNDS"),
 )
 
+# (action, member): the cleanup actions the diagnosis weighs (the keys of its recovered
+# and held objects), each with the DIAG_INPUT member that says what it gave back.
+DIAG_ACTIONS = (
+    ("gc", "gc_freed"),
+    ("trim", "trim_released"),
+    ("device", "device_released"),
+)
+
+# (part, resident, words): the memory parts in the round record's order, whether each
+# is part of the resident set (they add up to RSS; the others are device memory), and
+# the report's short name of it.
+MEM_PARTS = (
+    ("heap_live", True, "heap live"),
+    ("heap_free", True, "heap free (resident)"),
+    ("python", True, "Python objects"),
+    ("other_anon", True, "other anonymous"),
+    ("file", True, "file-backed"),
+    ("shmem", True, "shared"),
+    ("device_live", False, "device live"),
+    ("device_cached", False, "device cached"),
+)
+
 # The memory parts, in the order a sample's PARTS row gives them.
 DIAG_PARTS = (
     "heap_live",

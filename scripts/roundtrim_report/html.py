@@ -11,17 +11,19 @@ import html
 import time
 
 from . import diagnosis as roundtrim_diagnosis
+from .fields import MEM_PARTS
 from .table import round_cells, table_columns, trend_lines
 
 MIB = 1024.0 * 1024.0
 MAX_POINTS = 600  # rounds drawn per chart; a longer log is drawn every k-th round
 MAX_TABLE_ROWS = 2000  # rounds in a process's table: its last ones
 MAX_TICKS = 12  # round labels on a chart's axis
-PARTS = (("mem_heap_live", "heap live", "#3b6ea8"), ("mem_heap_free", "heap free (resident)",
-                                                     "#e39b2d"),
-         ("mem_python", "Python objects", "#5aa05a"), ("mem_other_anon", "other anonymous",
-                                                       "#9a6fb0"),
-         ("mem_file", "file-backed", "#9c9c9c"), ("mem_shmem", "shared", "#c9c9c9"))
+# The stacked parts of RSS (the resident ones of the round record's memory object), each with its
+# colour; a part without one is drawn in grey.
+PART_COLOURS = {"heap_live": "#3b6ea8", "heap_free": "#e39b2d", "python": "#5aa05a",
+                "other_anon": "#9a6fb0", "file": "#9c9c9c", "shmem": "#c9c9c9"}
+PARTS = tuple(("mem_" + part, words, PART_COLOURS.get(part, "#b0b0b0"))
+              for part, resident, words in MEM_PARTS if resident)
 UNMEASURED = "#dcdcdc"  # a round whose memory was not broken down: its RSS alone
 # The lines over the bars: (key, class, colour, dashes, legend)
 LINES = (("rss_before", "rss-before", "#777", "5 3", "RSS before cleanup"),

@@ -16,7 +16,7 @@ from array import array
 from . import diagnosis as roundtrim_diagnosis
 from . import text as roundtrim_text
 from .checks import bad_field, is_number
-from .fields import SKIP_FIELDS, SKIP_REASON_OLD_WORDS
+from .fields import MEM_PARTS, SKIP_FIELDS, SKIP_REASON_OLD_WORDS, STEP_SKIPS
 
 MAX_WARNINGS = 5  # the notes of skipped lines shown; the others are counted
 
@@ -47,11 +47,11 @@ class Rounds:
     # Whole numbers as the library writes them, kept in 8 bytes each (array "Q").
     WHOLE = ("round", "rss_before", "rss_after", "rss_peak", "heap_live", "cgroup_usage",
              "cuda_live_bytes", "cleanup_us", "trim_released_bytes", "gc_freed_bytes",
-             "mem_heap_live", "mem_heap_free", "mem_python", "mem_other_anon", "mem_file",
-             "mem_shmem", "trim_steps", "device_held", "torch_released_bytes",
-             "cupy_released_bytes", "cuda_pool_trim_bytes")
-    # a text, a list of texts: an index in a table of values
-    TEXT = ("source", "cleanup", "gc_skipped", "trim_skipped", "torch_empty_cache_skipped")
+             "trim_steps", "device_held", "torch_released_bytes", "cupy_released_bytes",
+             "cuda_pool_trim_bytes") + tuple("mem_" + part for part, resident, _ in MEM_PARTS
+                                             if resident)
+    # a text, a list of texts: an index in a table of values; the skips the table shows
+    TEXT = ("source", "cleanup") + tuple(key for _, key in STEP_SKIPS)
 
     # The texts' distinct values, and their indexes: one table for every process.
     values = []

@@ -239,9 +239,8 @@ def print_summary(proc, out, diagnosis):
             if r.get("cleanup"):
                 cleanups += 1
                 given_back += max(0, (r.get("rss_before") or 0) - (r.get("rss_after") or 0))
-                device_back += sum(r.get(k) or 0 for k in ("torch_released_bytes",
-                                                            "cupy_released_bytes",
-                                                            "cuda_pool_trim_bytes"))
+                device_back += sum(r.get(k) or 0
+                                   for k in roundtrim_diagnosis.RECOVERED_FIELDS["device"])
             if isinstance(r.get("rss_peak"), (int, float)) and (peak is None
                                                                  or r["rss_peak"] > peak):
                 peak = r["rss_peak"]

@@ -61,7 +61,17 @@ static const struct field memory_fields[] = {
 };
 
 static const struct field parts[] = {
-#define RT_MEM_PART(id, name, meaning) {#name, "UINT_OR_NULL", "bytes", "", meaning},
+#define RT_MEM_PART(id, name, resident, words, meaning)                                            \
+    {#name, "UINT_OR_NULL", "bytes", "", meaning},
+#include "policy/round_fields.def"
+};
+
+static const struct {
+    const char *name;
+    int resident;
+    const char *words;
+} part_words[] = {
+#define RT_MEM_PART(id, name, resident, words, meaning) {#name, resident, words},
 #include "policy/round_fields.def"
 };
 
@@ -89,6 +99,13 @@ struct diag_input {
 };
 static const struct diag_input diag_inputs[] = {
 #define RT_DIAG_IN(member, kind, record, value) {#member, #kind, record},
+#include "policy/diag_input.def"
+};
+/* The cleanup actions the diagnosis weighs (RT_DIAG_ACTION rows): name, the sample's member. */
+static const struct {
+    const char *name, *given;
+} diag_actions[] = {
+#define RT_DIAG_ACTION(id, name, given) {#name, #given},
 #include "policy/diag_input.def"
 };
 /* What the advice may refer to (the RT_DIAG_CONTEXT rows): member, kind, source. */
@@ -523,6 +540,22 @@ static void python(void)
     for (size_t i = 0; i < COUNT(diag_context); i++)
         printf("    (\"%s\", \"%s\", \"%s\"),\n", diag_context[i].member, diag_context[i].kind,
                diag_context[i].record);
+    puts(")");
+    puts("");
+    puts("# (action, member): the cleanup actions the diagnosis weighs (the keys of its recovered");
+    puts("# and held objects), each with the DIAG_INPUT member that says what it gave back.");
+    puts("DIAG_ACTIONS = (");
+    for (size_t i = 0; i < COUNT(diag_actions); i++)
+        printf("    (\"%s\", \"%s\"),\n", diag_actions[i].name, diag_actions[i].given);
+    puts(")");
+    puts("");
+    puts("# (part, resident, words): the memory parts in the round record's order, whether each");
+    puts("# is part of the resident set (they add up to RSS; the others are device memory), and");
+    puts("# the report's short name of it.");
+    puts("MEM_PARTS = (");
+    for (size_t p = 0; p < COUNT(part_words); p++)
+        printf("    (\"%s\", %s, \"%s\"),\n", part_words[p].name,
+               part_words[p].resident ? "True" : "False", part_words[p].words);
     puts(")");
     puts("");
     puts("# The memory parts, in the order a sample's PARTS row gives them.");
