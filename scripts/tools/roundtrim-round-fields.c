@@ -468,6 +468,28 @@ static void python_event_checks(void)
     puts("EVENT_FIELDS[\"exec\"] = EVENT_FIELDS[\"exit\"]  # the exit record's keys");
 }
 
+/* A Python value's start after its comment ("VAR = (" or "VAR = {"), and its end and a blank
+ * line. */
+static void py_open(const char *comment, const char *var, char bracket)
+{
+    printf("%s\n%s = %c\n", comment, var, bracket);
+}
+
+static void py_close(char bracket)
+{
+    printf("%c\n\n", bracket);
+}
+
+/* A Python tuple of (member, kind, record or source) rows. */
+static void py_triples(const char *comment, const char *var, const struct diag_input *rows,
+                       size_t n)
+{
+    py_open(comment, var, '(');
+    for (size_t i = 0; i < n; i++)
+        printf("    (\"%s\", \"%s\", \"%s\"),\n", rows[i].member, rows[i].kind, rows[i].record);
+    py_close(')');
+}
+
 /* A Python dict of the rows' names to their words, after its comment, and a blank line. */
 static void py_dict(const char *comment, const char *var, const struct named *rows, size_t n)
 {
@@ -507,63 +529,47 @@ static void python(void)
     python_fields("# The keys of the round record's \"memory\" object.", "MEMORY_FIELDS",
                   memory_fields, COUNT(memory_fields));
     puts("");
-    puts("# The round record's keys that say why something was not measured or done.");
-    puts("SKIP_FIELDS = (");
+    py_open("# The round record's keys that say why something was not measured or done.",
+            "SKIP_FIELDS", '(');
     for (size_t i = 0; i < COUNT(fields); i++)
         if (strcmp(fields[i].kind, "REASON") == 0 || strcmp(fields[i].kind, "STEP_REASON") == 0)
             printf("    \"%s\",\n", fields[i].name);
-    puts(")");
-    puts("");
-    puts("# (label, key): the cleanup steps whose skip the report's actions column shows, in the");
-    puts("# order they run, with the key saying why.");
-    puts("STEP_SKIPS = (");
+    py_close(')');
+    py_open("# (label, key): the cleanup steps whose skip the report's actions column shows, in "
+            "the\n# order they run, with the key saying why.",
+            "STEP_SKIPS", '(');
     for (size_t i = 0; i < COUNT(steps); i++)
         if (steps[i].label[0])
             printf("    (\"%s\", \"%s\"),\n", steps[i].label, steps[i].skip);
-    puts(")");
-    puts("");
+    py_close(')');
     py_dict("# What each reason a step was skipped for means.", "SKIP_REASONS", reasons,
             COUNT(reasons));
-    puts("# (member, kind, record): what the diagnosis reads of each round record, in the order");
-    puts("# roundtrim-diagnose reads a sample line (policy/diag_input.def says how each is "
-         "written).");
-    puts("DIAG_INPUT = (");
-    for (size_t i = 0; i < COUNT(diag_inputs); i++)
-        printf("    (\"%s\", \"%s\", \"%s\"),\n", diag_inputs[i].member, diag_inputs[i].kind,
-               diag_inputs[i].record);
-    puts(")");
-    puts("");
-    puts("# (member, kind, source): the context line's fields after \"context\", in order "
-         "(policy/diag_input.def");
-    puts("# says where the report finds each).");
-    puts("DIAG_CONTEXT = (");
-    for (size_t i = 0; i < COUNT(diag_context); i++)
-        printf("    (\"%s\", \"%s\", \"%s\"),\n", diag_context[i].member, diag_context[i].kind,
-               diag_context[i].record);
-    puts(")");
-    puts("");
-    puts("# (action, member): the cleanup actions the diagnosis weighs (the keys of its recovered");
-    puts("# and held objects), each with the DIAG_INPUT member that says what it gave back.");
-    puts("DIAG_ACTIONS = (");
+    py_triples("# (member, kind, record): what the diagnosis reads of each round record, in the "
+               "order\n# roundtrim-diagnose reads a sample line (policy/diag_input.def says how "
+               "each is written).",
+               "DIAG_INPUT", diag_inputs, COUNT(diag_inputs));
+    py_triples("# (member, kind, source): the context line's fields after \"context\", in order "
+               "(policy/diag_input.def\n# says where the report finds each).",
+               "DIAG_CONTEXT", diag_context, COUNT(diag_context));
+    py_open("# (action, member): the cleanup actions the diagnosis weighs (the keys of its "
+            "recovered\n# and held objects), each with the DIAG_INPUT member that says what it "
+            "gave back.",
+            "DIAG_ACTIONS", '(');
     for (size_t i = 0; i < COUNT(diag_actions); i++)
         printf("    (\"%s\", \"%s\"),\n", diag_actions[i].name, diag_actions[i].given);
-    puts(")");
-    puts("");
-    puts("# (part, resident, words): the memory parts in the round record's order, whether each");
-    puts("# is part of the resident set (they add up to RSS; the others are device memory), and");
-    puts("# the report's short name of it.");
-    puts("MEM_PARTS = (");
+    py_close(')');
+    py_open("# (part, resident, words): the memory parts in the round record's order, whether "
+            "each\n# is part of the resident set (they add up to RSS; the others are device "
+            "memory), and\n# the report's short name of it.",
+            "MEM_PARTS", '(');
     for (size_t p = 0; p < COUNT(part_words); p++)
         printf("    (\"%s\", %s, \"%s\"),\n", part_words[p].name,
                part_words[p].resident ? "True" : "False", part_words[p].words);
-    puts(")");
-    puts("");
-    puts("# The memory parts, in the order a sample's PARTS row gives them.");
-    puts("DIAG_PARTS = (");
+    py_close(')');
+    py_open("# The memory parts, in the order a sample's PARTS row gives them.", "DIAG_PARTS", '(');
     for (size_t p = 0; p < COUNT(parts); p++)
         printf("    \"%s\",\n", parts[p].name);
-    puts(")");
-    puts("");
+    py_close(')');
     printf("# The latest rounds a diagnosis looks at.\nDIAG_HISTORY = %d\n\n",
            ROUNDTRIM_DIAG_HISTORY);
     py_dict("# The causes of growth (the diagnosis record's cause), in the library's order, and "
@@ -577,25 +583,23 @@ static void python(void)
             "DIAG_FINDINGS", findings, COUNT(findings));
     py_dict("# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).",
             "DIAG_REASONS", diag_reasons, COUNT(diag_reasons));
-    puts("# Words older versions wrote for a reason, and the reason's name now: the report reads");
-    puts("# old logs with them.");
-    puts("SKIP_REASON_OLD_WORDS = {");
+    py_open("# Words older versions wrote for a reason, and the reason's name now: the report "
+            "reads\n# old logs with them.",
+            "SKIP_REASON_OLD_WORDS", '{');
     for (size_t i = 0; i < COUNT(old_words); i++)
         printf("    \"%s\": \"%s\",\n", old_words[i].old, old_words[i].name);
-    puts("}");
-    puts("");
+    py_close('}');
     py_flagged("# The reasons that are no failure: the program did the step itself, the process "
                "was\n# ending, or the cleanup policy found the step not worth it.",
                "EXPECTED_SKIP_REASONS", reasons, COUNT(reasons));
     puts("");
-    puts("# Each option's default as a variable would give it (the client role's), for a process");
-    puts("# whose start record, which says every value in force, is not in the log.");
-    puts("OPTION_DEFAULTS = {");
+    py_open("# Each option's default as a variable would give it (the client role's), for a "
+            "process\n# whose start record, which says every value in force, is not in the log.",
+            "OPTION_DEFAULTS", '{');
     for (size_t i = 0; i < COUNT(options); i++)
         if (options[i].default_value)
             printf("    \"%s\": \"%s\",\n", options[i].name, options[i].default_value);
-    puts("}");
-    puts("");
+    py_close('}');
     python_event_checks();
 }
 
