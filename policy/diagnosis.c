@@ -737,10 +737,9 @@ static void measure(struct roundtrim_diagnosis *d, const struct roundtrim_diag_s
         enum roundtrim_skip gc_why = w[i].gc_skipped, trim_why = w[i].trim_skipped;
         d->collected |= w[i].gc_ran || w[i].program_gc || gc_why == RT_SKIP_no_garbage ||
                         gc_why == RT_SKIP_no_yield || gc_why == RT_SKIP_program_gc;
-        enum roundtrim_skip held = trim_why == RT_SKIP_pause_limit ? RT_SKIP_pause_limit
-                                   : trim_why == RT_SKIP_budget || gc_why == RT_SKIP_budget
-                                       ? RT_SKIP_budget
-                                       : RT_SKIP_NONE;
+        enum roundtrim_skip held = roundtrim_skip_held_back(trim_why) ? trim_why
+                                   : roundtrim_skip_held_back(gc_why) ? gc_why
+                                                                      : RT_SKIP_NONE;
         if (held) {
             d->held_back_rounds++;
             if (!d->held_back_why)

@@ -107,14 +107,13 @@ enum roundtrim_finding {
 
 const char *roundtrim_finding_name(unsigned bit_index);
 
-/* Which sentence on allocation sites the advice holds: "sampled" (the sites records name the
- * code), "unavailable" (sampling could not start), "off" (set ROUNDTRIM_SITES=true); none: the
- * advice says nothing of sites. */
+/* Which sentence on allocation sites the advice holds (policy/diag_causes.def's RT_SITES_SAID
+ * rows); none: the advice says nothing of sites. */
 enum roundtrim_sites_said {
     RT_SITES_SAID_NONE,
-    RT_SITES_SAID_SAMPLED,
-    RT_SITES_SAID_UNAVAILABLE,
-    RT_SITES_SAID_OFF,
+#define RT_SITES_SAID(id, name, meaning) RT_SITES_SAID_##id,
+#include "policy/diag_causes.def"
+    RT_SITES_SAID_COUNT
 };
 struct roundtrim_sites_advice {
     enum roundtrim_sites_said said;

@@ -92,12 +92,11 @@ static void put_FORECAST(struct roundtrim_json *rt_out, const char *key,
 
 static void put_SITES_SAID(struct roundtrim_json *j, const char *key, enum roundtrim_sites_said s)
 {
-    static const char *const names[] = {
-        [RT_SITES_SAID_SAMPLED] = "sampled",
-        [RT_SITES_SAID_UNAVAILABLE] = "unavailable",
-        [RT_SITES_SAID_OFF] = "off",
+    static const char *const names[RT_SITES_SAID_COUNT] = {
+#define RT_SITES_SAID(id, name, meaning) [RT_SITES_SAID_##id] = #name,
+#include "policy/diag_causes.def"
     };
-    roundtrim_json_str(j, key, s > RT_SITES_SAID_NONE && s <= RT_SITES_SAID_OFF ? names[s] : NULL);
+    roundtrim_json_str(j, key, s > RT_SITES_SAID_NONE && s < RT_SITES_SAID_COUNT ? names[s] : NULL);
 }
 
 static void put_ADVICE_SITES(struct roundtrim_json *rt_out, const char *key,

@@ -25,16 +25,14 @@ enum roundtrim_headroom_of roundtrim_headroom(const struct roundtrim_headroom_in
     return of;
 }
 
+static const char *const headroom_names[RT_HEADROOM_COUNT] = {
+#define RT_HEADROOM_OF(id, name, meaning) [RT_HEADROOM_##id] = #name,
+#include "policy/diag_causes.def"
+};
+
 const char *roundtrim_headroom_of_name(enum roundtrim_headroom_of of)
 {
-    switch (of) {
-    case RT_HEADROOM_CGROUP:
-        return "cgroup";
-    case RT_HEADROOM_MACHINE:
-        return "machine";
-    default:
-        return NULL;
-    }
+    return (unsigned)of < RT_HEADROOM_COUNT ? headroom_names[of] : NULL;
 }
 
 void roundtrim_forecast(const struct roundtrim_forecast_in *in, struct roundtrim_forecast *out)

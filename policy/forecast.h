@@ -17,10 +17,12 @@ struct roundtrim_headroom_in {
     uint64_t available; /* the machine's MemAvailable */
 };
 
+/* The limit a headroom is under (policy/diag_causes.def's RT_HEADROOM_OF rows), or unknown. */
 enum roundtrim_headroom_of {
     RT_HEADROOM_UNKNOWN,
-    RT_HEADROOM_CGROUP,  /* the cgroup's limit less its working set */
-    RT_HEADROOM_MACHINE, /* the machine's available memory */
+#define RT_HEADROOM_OF(id, name, meaning) RT_HEADROOM_##id,
+#include "policy/diag_causes.def"
+    RT_HEADROOM_COUNT
 };
 
 /* The smaller of the cgroup's headroom (its limit less its working set: the charge less the
@@ -29,6 +31,7 @@ enum roundtrim_headroom_of {
 enum roundtrim_headroom_of roundtrim_headroom(const struct roundtrim_headroom_in *in,
                                               uint64_t *bytes);
 
+/* The limit's name ("cgroup"), NULL for RT_HEADROOM_UNKNOWN. */
 const char *roundtrim_headroom_of_name(enum roundtrim_headroom_of of);
 
 /* The rounds left. growth: host memory bytes per round (the diagnosis's RSS part); round: the

@@ -28,6 +28,15 @@ bool roundtrim_skip_expected(enum roundtrim_skip why)
     return why > RT_SKIP_NONE && why < RT_SKIP_COUNT && rows[why].expected;
 }
 
+bool roundtrim_skip_held_back(enum roundtrim_skip why)
+{
+#define RT_SKIP_HELD_BACK(name)                                                                    \
+    if (why == RT_SKIP_##name)                                                                     \
+        return true;
+#include "policy/skip_reasons.def"
+    return false;
+}
+
 enum roundtrim_skip roundtrim_skip_from_name(const char *name)
 {
     if (!name)

@@ -23,6 +23,9 @@ const char *roundtrim_skip_name(enum roundtrim_skip why);
 /* Whether the reason is no failure (the row's expected column). */
 bool roundtrim_skip_expected(enum roundtrim_skip why);
 
+/* Whether the reason held a due cleanup back for its cost (an RT_SKIP_HELD_BACK row). */
+bool roundtrim_skip_held_back(enum roundtrim_skip why);
+
 /* The reason a record names: a row's name, or a word older versions wrote for it
  * (RT_SKIP_OLD_WORD). RT_SKIP_NONE for NULL and for a word this table does not have. */
 enum roundtrim_skip roundtrim_skip_from_name(const char *name);

@@ -19,8 +19,9 @@ import subprocess
 from pathlib import Path
 
 from . import sites as roundtrim_sites
-from .fields import (DIAG_ACTIONS, DIAG_CAUSES, DIAG_CONTEXT, DIAG_HISTORY, DIAG_INPUT, DIAG_PARTS,
-                     DIAG_REASONS, MEM_PARTS, OPTION_DEFAULTS)
+from .fields import (DIAG_ACTIONS, DIAG_CAUSES, DIAG_CONTEXT, DIAG_HISTORY, DIAG_INPUT,
+                     DIAG_MIN_ROUNDS, DIAG_PARTS, DIAG_REASONS, HEADROOM_OF, MEM_PARTS,
+                     OPTION_DEFAULTS)
 
 MIB = 1024.0 * 1024.0
 # Where a sample line holds the mask of the parts measured, and the Python part's bit in it.
@@ -32,6 +33,9 @@ SITES_OPTION = "ROUNDTRIM_SITES"
 CONTEXT_SETTINGS = tuple(source for _, _, source in DIAG_CONTEXT
                          if source.startswith("ROUNDTRIM_")) + (SITES_OPTION,)
 MAX_SITES = 3
+# The words of the library's tables the report acts on (HEADROOM_OF, SITES_SAID).
+CGROUP = "cgroup"
+SITES_SAMPLED = "sampled"
 
 CAUSE_WORDS = DIAG_CAUSES  # how the report names each cause (policy/diag_causes.def)
 
@@ -144,7 +148,7 @@ def _sample_fields(rec, kind, where):
     if kind == "HEADROOM":
         of_key, bytes_key = where.split(",")
         of, room = rec.get(of_key), rec.get(bytes_key)
-        known = _whole(room) and of in ("cgroup", "machine")
+        known = _whole(room) and of in HEADROOM_OF
         return [of if known else "-", room if known else 0]
     if kind == "REASON":
         return [_reason(rec.get(where))]
@@ -279,7 +283,7 @@ def diagnosis_of(proc, resolver):
     stale = (rec is not None and getattr(proc, "exit", None) is None
              and _whole(rec.get("round")) and _whole(kept.last_round)
              and kept.last_round > rec["round"])
-    if (rec is None or stale) and len(kept.samples) >= 3:
+    if (rec is None or stale) and len(kept.samples) >= DIAG_MIN_ROUNDS:
         computed, _ = computed_diagnosis(proc, kept)
         rec = computed or rec
     if rec is None:
@@ -288,10 +292,10 @@ def diagnosis_of(proc, resolver):
                     "advice": "This log's round records have no memory breakdown (written by an "
                               "earlier roundtrim): a leak cannot be told from fragmentation, "
                               "garbage or the CUDA cache. The RSS trend is all it says."}
-        if kept.with_breakdown < 3:
+        if kept.with_breakdown < DIAG_MIN_ROUNDS:
             return {"cause": None, "cause_skipped": "too_few_rounds",
                     "advice": f"{kept.with_breakdown} round(s) with a memory breakdown: a "
-                              "diagnosis needs 3."}
+                              f"diagnosis needs {DIAG_MIN_ROUNDS}."}
         return {"cause": None, "cause_skipped": "no_diagnosis_record",
                 "advice": "The process wrote no diagnosis record yet: it writes one every "
                           "ROUNDTRIM_DIAG_ROUNDS rounds and at exit, and ended (killed?) or "
@@ -373,7 +377,7 @@ def advice_without_sampled_sites(d):
     replaced by what the sites records show: no site grows. As it is without that sentence (an
     older library's record says nothing of where it is)."""
     advice, said = d.get("advice"), d.get("advice_sites")
-    if not isinstance(advice, str) or not isinstance(said, dict) or said.get("said") != "sampled":
+    if not isinstance(advice, str) or not isinstance(said, dict) or said.get("said") != SITES_SAMPLED:
         return advice
     at, length = said.get("at"), said.get("length")
     if not _whole(at) or not _whole(length) or at + length > len(advice):
@@ -393,7 +397,7 @@ def forecast_line(d):
     rounds, at, room = f.get("rounds_to_limit"), f.get("limit_round"), f.get("headroom_bytes")
     if not (_whole(rounds) and _whole(at) and _whole(room)):
         return None
-    where = "its cgroup's limit" if f.get("headroom_of") == "cgroup" else "the machine's memory"
+    where = "its cgroup's limit" if f.get("headroom_of") == CGROUP else "the machine's memory"
     line = (f"    forecast: at the growth of {window_words(d)} it uses up the {room / MIB:.0f} MiB "
             f"left under {where} in about {rounds} rounds (round {at})")
     job, before = f.get("job_rounds"), f.get("before_job_end")

@@ -333,6 +333,22 @@ DIAG_REASONS = {
     "headroom_unknown": "no memory limit or available memory was read",
 }
 
+# The limits a headroom is under (mem_headroom_of, the forecast's headroom_of).
+HEADROOM_OF = {
+    "cgroup": "the cgroup's limit less its working set",
+    "machine": "the machine's available memory (MemAvailable)",
+}
+
+# Which sentence on allocation sites the advice holds (advice_sites.said).
+SITES_SAID = {
+    "sampled": "the sites records name the code",
+    "unavailable": "sampling could not start",
+    "off": "sampling is off: set ROUNDTRIM_SITES=true",
+}
+
+# The fewest measured rounds a diagnosis needs.
+DIAG_MIN_ROUNDS = 3
+
 # Words older versions wrote for a reason, and the reason's name now: the report reads
 # old logs with them.
 SKIP_REASON_OLD_WORDS = {
@@ -341,6 +357,12 @@ SKIP_REASON_OLD_WORDS = {
     "cuda_no_driver_entry": "no_driver_entry",
     "cuda_no_context": "no_context",
 }
+
+# The reasons that hold a due cleanup back for its cost (the rounds held back).
+HELD_BACK_REASONS = (
+    "budget",
+    "pause_limit",
+)
 
 # The reasons that are no failure: the program did the step itself, the process was
 # ending, or the cleanup policy found the step not worth it.

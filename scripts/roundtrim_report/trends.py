@@ -6,10 +6,8 @@ RSS keeps what the trim or gc would have given back."""
 
 from array import array
 
+from .fields import HELD_BACK_REASONS as HELD_BACK  # the reasons a due trim or gc was held back
 from .stats import slope
-
-# The reasons a due trim or gc was held back.
-HELD_BACK = ("budget", "pause_limit")
 
 
 def _whole(v):

@@ -137,7 +137,7 @@ static bool take_PARTS(char **f, int n, int *at, struct roundtrim_diag_sample *s
     return true;
 }
 
-/* The limit the headroom is under ("cgroup", "machine", "-" unknown), then its bytes. */
+/* The limit the headroom is under (an RT_HEADROOM_OF name, "-" unknown), then its bytes. */
 static bool take_HEADROOM(char **f, int n, int *at, struct roundtrim_diag_sample *s)
 {
     if (*at + 1 >= n)
@@ -148,7 +148,7 @@ static bool take_HEADROOM(char **f, int n, int *at, struct roundtrim_diag_sample
         return false;
     if (strcmp(of, "-") == 0)
         return s->headroom == 0;
-    for (int k = RT_HEADROOM_CGROUP; k <= RT_HEADROOM_MACHINE; k++)
+    for (int k = RT_HEADROOM_UNKNOWN + 1; k < RT_HEADROOM_COUNT; k++)
         if (strcmp(of, roundtrim_headroom_of_name((enum roundtrim_headroom_of)k)) == 0) {
             s->headroom_of = (enum roundtrim_headroom_of)k;
             return true;

@@ -85,6 +85,12 @@ static const struct named reasons[] = {
 #include "policy/skip_reasons.def"
 };
 
+/* The reasons that hold a due cleanup back for its cost. */
+static const char *const held_back[] = {
+#define RT_SKIP_HELD_BACK(name) #name,
+#include "policy/skip_reasons.def"
+};
+
 /* Words older versions wrote for a reason, and the reason's name now. */
 static const struct {
     const char *old, *name;
@@ -125,6 +131,14 @@ static const struct named findings[] = {
 };
 static const struct named diag_reasons[] = {
 #define RT_DIAG_REASON(id, name, meaning) {#name, 0, meaning},
+#include "policy/diag_causes.def"
+};
+static const struct named headroom_of[] = {
+#define RT_HEADROOM_OF(id, name, meaning) {#name, 0, meaning},
+#include "policy/diag_causes.def"
+};
+static const struct named sites_said[] = {
+#define RT_SITES_SAID(id, name, meaning) {#name, 0, meaning},
 #include "policy/diag_causes.def"
 };
 
@@ -583,12 +597,23 @@ static void python(void)
             "DIAG_FINDINGS", findings, COUNT(findings));
     py_dict("# Why a diagnosis has no verdict (cause_skipped) or no forecast (forecast_skipped).",
             "DIAG_REASONS", diag_reasons, COUNT(diag_reasons));
+    py_dict("# The limits a headroom is under (mem_headroom_of, the forecast's headroom_of).",
+            "HEADROOM_OF", headroom_of, COUNT(headroom_of));
+    py_dict("# Which sentence on allocation sites the advice holds (advice_sites.said).",
+            "SITES_SAID", sites_said, COUNT(sites_said));
+    printf("# The fewest measured rounds a diagnosis needs.\nDIAG_MIN_ROUNDS = %d\n\n",
+           ROUNDTRIM_DIAG_MIN_ROUNDS);
     py_open("# Words older versions wrote for a reason, and the reason's name now: the report "
             "reads\n# old logs with them.",
             "SKIP_REASON_OLD_WORDS", '{');
     for (size_t i = 0; i < COUNT(old_words); i++)
         printf("    \"%s\": \"%s\",\n", old_words[i].old, old_words[i].name);
     py_close('}');
+    py_open("# The reasons that hold a due cleanup back for its cost (the rounds held back).",
+            "HELD_BACK_REASONS", '(');
+    for (size_t i = 0; i < COUNT(held_back); i++)
+        printf("    \"%s\",\n", held_back[i]);
+    py_close(')');
     py_flagged("# The reasons that are no failure: the program did the step itself, the process "
                "was\n# ending, or the cleanup policy found the step not worth it.",
                "EXPECTED_SKIP_REASONS", reasons, COUNT(reasons));

@@ -84,7 +84,6 @@ NOT_REASONS = {("runtime/python/round_hook_audit.c", "exec"),  # the audit event
                ("runtime/rounds/round_exit.c", "exec"),  # the record's event
                ("runtime/python/round_hook_bind.c", "failed"),  # a hook's binding message
                ("policy/diagnosis.c", "not_yet"),  # decided_by: too few rounds for a verdict
-               ("policy/diagnosis_json.c", "off"),  # advice_sites.said
                ("policy/hook_spec.c", "off"), ("policy/parse.c", "off"),  # a setting's value
                ("runtime/alloc/allocator_ops.c", "malloc"),  # the symbol looked up
                ("runtime/alloc/next_alloc.c", "malloc"),
@@ -158,3 +157,14 @@ def test_the_diagnosis_option_names_every_verdict_the_library_gives():
     meaning = " ".join(re.findall(r'"([^"]*)"', entry.split(".meaning", 1)[1]))
     named = {c for c in DIAG_CAUSES if re.search(rf"\b{c}\b", meaning)}
     assert named == set(DIAG_VERDICTS), meaning
+
+
+def test_the_words_the_report_acts_on_are_the_library_s():
+    """The report compares a few of the library's words (a headroom's limit, the advice's
+    sentence on sites, the diagnosis's reasons): each is a row of the tables it is printed from."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from roundtrim_report import diagnosis, fields
+    assert diagnosis.CGROUP in fields.HEADROOM_OF
+    assert diagnosis.SITES_SAMPLED in fields.SITES_SAID
+    assert {"too_few_rounds", "no_breakdown", "no_growth"} <= set(fields.DIAG_REASONS)
+    assert fields.DIAG_MIN_ROUNDS >= 1
