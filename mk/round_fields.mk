@@ -13,6 +13,7 @@ $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/r
                                  policy/diag_input.def policy/diag_causes.def \
                                  policy/diagnosis.h policy/diagnosis_fields.def \
                                  policy/options.def policy/options.h policy/event_kinds.def \
+                                 runtime/sites/native_frame_fields.def \
                                  $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) -O1 -I. $< -o $@
@@ -51,7 +52,7 @@ $(BUILD)/docs/reference/log-file.md: docs/reference/log-file.md $(BUILD)/roundtr
 
 # The diagnosis and sites records' keys (policy/diagnosis_fields.def,
 # runtime/output/sites_fields.def) in the diagnosis page.
-DIAG_KEYS := diagnosis diagnosis-reasons forecast advice-sites sites site py-frame
+DIAG_KEYS := diagnosis diagnosis-reasons forecast advice-sites sites site py-frame native-frame
 DOC_PAGES += docs/diagnosis.md
 $(BUILD)/docs/diagnosis.md: docs/diagnosis.md $(BUILD)/roundtrim-round-fields scripts/tools/doc-fill
 	@mkdir -p $(dir $@)

@@ -2,6 +2,8 @@
 #include "runtime/core/hash.h"
 #include "runtime/core/pages.h"
 
+#include "policy/record_put.h"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <stdio.h>
@@ -65,34 +67,42 @@ static const char *main_program(void)
     return path;
 }
 
+/* A frame's texts: its object, offset and symbol (runtime/sites/native_frame_fields.def). */
+struct frame_texts {
+    const char *module, *offset, *symbol;
+    char offset_text[64], symbol_text[512];
+};
+
+static void name_frame(uintptr_t ip, struct frame_texts *fr)
+{
+    Dl_info info;
+    /* A return address: one less falls inside the call, where a line-table lookup wants it. */
+    uintptr_t at = ip - 1;
+    fr->module = fr->symbol = NULL;
+    fr->offset = fr->offset_text;
+    if (!dladdr((void *)at, &info) || !info.dli_fbase) {
+        snprintf(fr->offset_text, sizeof fr->offset_text, "0x%lx", (unsigned long)at);
+        return;
+    }
+    fr->module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : main_program();
+    snprintf(fr->offset_text, sizeof fr->offset_text, "0x%lx",
+             (unsigned long)(at - (uintptr_t)info.dli_fbase));
+    if (info.dli_sname && info.dli_saddr) {
+        snprintf(fr->symbol_text, sizeof fr->symbol_text, "%s+0x%lx", info.dli_sname,
+                 (unsigned long)(at - (uintptr_t)info.dli_saddr));
+        fr->symbol = fr->symbol_text;
+    }
+}
+
 /* The frame's object, formatted afresh. */
 static size_t format_frame(uintptr_t ip, char *buf, size_t cap)
 {
-    char text[64];
-    Dl_info info;
-    struct roundtrim_json j;
+    struct frame_texts texts, *fr = &texts;
+    name_frame(ip, fr);
+    struct roundtrim_json j, *rt_out = &j;
     roundtrim_json_begin(&j, buf, cap);
-    /* A return address: one less falls inside the call, where a line-table lookup wants it. */
-    uintptr_t at = ip - 1;
-    if (dladdr((void *)at, &info) && info.dli_fbase) {
-        const char *module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : main_program();
-        roundtrim_json_str(&j, "module", module);
-        snprintf(text, sizeof text, "0x%lx", (unsigned long)(at - (uintptr_t)info.dli_fbase));
-        roundtrim_json_str(&j, "offset", text);
-        if (info.dli_sname && info.dli_saddr) {
-            char sym[512];
-            snprintf(sym, sizeof sym, "%s+0x%lx", info.dli_sname,
-                     (unsigned long)(at - (uintptr_t)info.dli_saddr));
-            roundtrim_json_str(&j, "symbol", sym);
-        } else {
-            roundtrim_json_str(&j, "symbol", NULL);
-        }
-    } else {
-        roundtrim_json_str(&j, "module", NULL);
-        snprintf(text, sizeof text, "0x%lx", (unsigned long)at);
-        roundtrim_json_str(&j, "offset", text);
-        roundtrim_json_str(&j, "symbol", NULL);
-    }
+#define RT_NATIVE_FRAME_FIELD RT_PUT_ROW
+#include "runtime/sites/native_frame_fields.def"
     size_t n = roundtrim_json_end(&j); /* "}\n": the newline is not part of the value */
     return n > 0 ? n - 1 : 0;
 }

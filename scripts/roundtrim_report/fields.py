@@ -518,3 +518,24 @@ EVENT_FIELDS = {
     ),
 }
 EVENT_FIELDS["exec"] = EVENT_FIELDS["exit"]  # the exit record's keys
+
+# The sites record's lists of sites, in the order it writes them.
+SITES_LISTS = (
+    "grown",
+    "round_live",
+    "live",
+    "shrunk",
+)
+
+# (key, check): the keys of a site's Python frames and of its native frames.
+PY_FRAME_FIELDS = (
+    ("file", "text"),
+    ("function", "text"),
+    ("line", "signed"),
+    ("library", "flag"),
+)
+NATIVE_FRAME_FIELDS = (
+    ("module", "text"),
+    ("offset", "text"),
+    ("symbol", "text"),
+)

@@ -24,7 +24,7 @@ import re
 import sys
 
 from . import text as roundtrim_text
-from .fields import SKIP_REASON_OLD_WORDS
+from .fields import NATIVE_FRAME_FIELDS, PY_FRAME_FIELDS, SITES_LISTS, SKIP_REASON_OLD_WORDS
 from .stats import slope
 from .symbols import Resolver
 
@@ -72,7 +72,7 @@ def number(value):
 def site_entries(record):
     """{site id: SITE} of the lists of a sites record (a site may be in several)."""
     entries = {}
-    for key in ("live", "round_live", "grown", "shrunk"):
+    for key in SITES_LISTS:
         items = record.get(key)
         if not isinstance(items, list):
             continue
@@ -231,8 +231,9 @@ def growing_sites(window):
 
 # Each frame field's type as the library writes it: a field of any other type (a hand-edited or
 # damaged log) is read as absent, so that every later step sees only what it expects.
-PYTHON_FIELDS = {"file": str, "function": str, "line": int, "library": bool}
-NATIVE_FIELDS = {"module": str, "offset": str, "symbol": str}
+FRAME_TYPES = {"text": str, "signed": int, "flag": bool}
+PYTHON_FIELDS = {key: FRAME_TYPES[check] for key, check in PY_FRAME_FIELDS}
+NATIVE_FIELDS = {key: FRAME_TYPES[check] for key, check in NATIVE_FRAME_FIELDS}
 
 
 def typed_frames(frames, fields):

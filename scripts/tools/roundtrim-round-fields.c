@@ -195,6 +195,11 @@ static const struct field py_frame_fields[] = {
     {#name, #kind, unit, when, meaning},
 #include "runtime/output/sites_fields.def"
 };
+static const struct field native_frame_fields[] = {
+#define RT_NATIVE_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                     \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/sites/native_frame_fields.def"
+};
 
 /* The diagnosis record's (policy/diagnosis_fields.def). */
 static const struct field diagnosis_fields[] = {
@@ -438,50 +443,6 @@ static void py_dict_entry(const char *name, const char *text)
     puts(",");
 }
 
-/* The records other than the round record, by event, and the table of their keys. */
-static const struct {
-    const char *event;
-    const struct field *fields;
-    size_t count;
-} record_tables[] = {
-    {"start", start_fields, COUNT(start_fields)},
-    {"exit", exit_fields, COUNT(exit_fields)},
-    {"pressure", pressure_fields, COUNT(pressure_fields)},
-    {"holders", holders_fields, COUNT(holders_fields)},
-    {"diagnosis", diagnosis_fields, COUNT(diagnosis_fields)},
-    {"sites", sites_fields, COUNT(sites_fields)},
-};
-
-static void py_check(const char *name, const char *kind)
-{
-    printf("        (\"%s\", \"%s\"),\n", name, kind_of(kind)->check);
-}
-
-/* Each record's keys after its header with the report's check of each: the traffic row stands
- * for the malloc family's counts and counts_skipped. */
-static void python_event_checks(void)
-{
-    puts("# (key, check): the keys of the records other than the round record, by event, as their");
-    puts("# tables declare them, with the report's check of each value (as ROUND_FIELDS').");
-    puts("EVENT_FIELDS = {");
-    for (size_t t = 0; t < COUNT(record_tables); t++) {
-        printf("    \"%s\": (\n", record_tables[t].event);
-        for (size_t i = 0; i < record_tables[t].count; i++) {
-            const struct field *f = &record_tables[t].fields[i];
-            if (strcmp(f->kind, "TRAFFIC") != 0) {
-                py_check(f->name, f->kind);
-                continue;
-            }
-            for (size_t k = 0; k < COUNT(traffic); k++)
-                py_check(traffic[k].name, traffic[k].kind);
-            py_check("counts_skipped", "REASON");
-        }
-        puts("    ),");
-    }
-    puts("}");
-    puts("EVENT_FIELDS[\"exec\"] = EVENT_FIELDS[\"exit\"]  # the exit record's keys");
-}
-
 /* A Python value's start after its comment ("VAR = (" or "VAR = {"), and its end and a blank
  * line. */
 static void py_open(const char *comment, const char *var, char bracket)
@@ -502,6 +463,67 @@ static void py_triples(const char *comment, const char *var, const struct diag_i
     for (size_t i = 0; i < n; i++)
         printf("    (\"%s\", \"%s\", \"%s\"),\n", rows[i].member, rows[i].kind, rows[i].record);
     py_close(')');
+}
+
+/* The records other than the round record, by event, and the table of their keys. */
+static const struct {
+    const char *event;
+    const struct field *fields;
+    size_t count;
+} record_tables[] = {
+    {"start", start_fields, COUNT(start_fields)},
+    {"exit", exit_fields, COUNT(exit_fields)},
+    {"pressure", pressure_fields, COUNT(pressure_fields)},
+    {"holders", holders_fields, COUNT(holders_fields)},
+    {"diagnosis", diagnosis_fields, COUNT(diagnosis_fields)},
+    {"sites", sites_fields, COUNT(sites_fields)},
+};
+
+/* A (key, check) row, indented by `indent` spaces. */
+static void py_check(int indent, const char *name, const char *kind)
+{
+    printf("%*s(\"%s\", \"%s\"),\n", indent, "", name, kind_of(kind)->check);
+}
+
+/* Each record's keys after its header with the report's check of each: the traffic row stands
+ * for the malloc family's counts and counts_skipped. */
+static void python_event_checks(void)
+{
+    puts("# (key, check): the keys of the records other than the round record, by event, as their");
+    puts("# tables declare them, with the report's check of each value (as ROUND_FIELDS').");
+    puts("EVENT_FIELDS = {");
+    for (size_t t = 0; t < COUNT(record_tables); t++) {
+        printf("    \"%s\": (\n", record_tables[t].event);
+        for (size_t i = 0; i < record_tables[t].count; i++) {
+            const struct field *f = &record_tables[t].fields[i];
+            if (strcmp(f->kind, "TRAFFIC") != 0) {
+                py_check(8, f->name, f->kind);
+                continue;
+            }
+            for (size_t k = 0; k < COUNT(traffic); k++)
+                py_check(8, traffic[k].name, traffic[k].kind);
+            py_check(8, "counts_skipped", "REASON");
+        }
+        puts("    ),");
+    }
+    puts("}");
+    puts("EVENT_FIELDS[\"exec\"] = EVENT_FIELDS[\"exit\"]  # the exit record's keys");
+    puts("");
+    py_open("# The sites record's lists of sites, in the order it writes them.", "SITES_LISTS",
+            '(');
+    for (size_t i = 0; i < COUNT(sites_fields); i++)
+        if (strcmp(sites_fields[i].kind, "SITES") == 0)
+            printf("    \"%s\",\n", sites_fields[i].name);
+    py_close(')');
+    py_open("# (key, check): the keys of a site's Python frames and of its native frames.",
+            "PY_FRAME_FIELDS", '(');
+    for (size_t i = 0; i < COUNT(py_frame_fields); i++)
+        py_check(4, py_frame_fields[i].name, py_frame_fields[i].kind);
+    puts(")");
+    printf("NATIVE_FRAME_FIELDS = (\n");
+    for (size_t i = 0; i < COUNT(native_frame_fields); i++)
+        py_check(4, native_frame_fields[i].name, native_frame_fields[i].kind);
+    puts(")");
 }
 
 /* A Python dict of the rows' names to their words, after its comment, and a blank line. */
@@ -660,7 +682,7 @@ static const struct {
     LOG_FILE("holder", holder_fields),      DIAGNOSIS("diagnosis", diagnosis_fields),
     DIAGNOSIS("forecast", forecast_fields), DIAGNOSIS("advice-sites", advice_sites_fields),
     DIAGNOSIS("sites", sites_fields),       DIAGNOSIS("site", site_fields),
-    DIAGNOSIS("py-frame", py_frame_fields),
+    DIAGNOSIS("py-frame", py_frame_fields), DIAGNOSIS("native-frame", native_frame_fields),
 #undef LOG_FILE
 #undef DIAGNOSIS
 };
