@@ -30,17 +30,9 @@ static void put_SETTINGS(struct roundtrim_json *j, const char *key,
     roundtrim_json_object_end(j);
 }
 
-/* The mode and the list of the round hooks, written together by the hooks' own code (nothing
- * outside Python): the first row writes them, the second is written with it. */
-static void put_PY_HOOKS(struct roundtrim_json *j, const char *key, int unused)
+static void put_HOOK_LIST(struct roundtrim_json *j, const char *key, enum roundtrim_hook_list which)
 {
-    (void)key, (void)unused;
-    roundtrim_py_hooks_start_json(j);
-}
-
-static void put_HOOK_LIST(struct roundtrim_json *j, const char *key, int unused)
-{
-    (void)j, (void)key, (void)unused;
+    roundtrim_py_hooks_list_json(j, key, which);
 }
 
 size_t roundtrim_start_record_format(char *buf, size_t cap)

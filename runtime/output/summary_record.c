@@ -16,17 +16,9 @@ static void put_TRAFFIC(struct roundtrim_json *j, const char *key, struct roundt
     roundtrim_json_traffic(j, &t, roundtrim_allocator_counts_skipped());
 }
 
-/* The three lists of the hooks, written together by the hooks' own code (nothing when no hook
- * was armed): the first row writes them, the other two are written with it. */
-static void put_HOOKS(struct roundtrim_json *j, const char *key, int unused)
+static void put_HOOK_LIST(struct roundtrim_json *j, const char *key, enum roundtrim_hook_list which)
 {
-    (void)key, (void)unused;
-    roundtrim_py_hooks_exit_json(j);
-}
-
-static void put_HOOK_LIST(struct roundtrim_json *j, const char *key, int unused)
-{
-    (void)j, (void)key, (void)unused;
+    roundtrim_py_hooks_list_json(j, key, which);
 }
 
 void roundtrim_summary_record(const char *event, const struct roundtrim_summary *sum)

@@ -22,6 +22,8 @@
 #ifndef ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_H
 #define ROUNDTRIM_RUNTIME_PYTHON_ROUND_HOOK_H
 
+#include <stdbool.h>
+
 struct roundtrim_json;
 
 /* Installs the hooks for a spec (from the constructor; the interpreter may not exist yet):
@@ -29,14 +31,29 @@ struct roundtrim_json;
  * names and "auto": both. Bad entries get one warning line each (policy/hook_spec.h). */
 void roundtrim_py_hooks_init(const char *spec);
 
-/* The start record's "py_hook_mode" and "py_hooks" (the hooks armed: they attach when their
- * module is imported); nothing in a process without Python. */
-void roundtrim_py_hooks_start_json(struct roundtrim_json *j);
+/* The hooks' lists the start and exit records carry (the keys are their tables'):
+ * RT_HOOKS_ARMED the hooks armed (they attach when their module is imported); of the names the
+ * user gave and the framework table's rows for a framework the process imported, those that
+ * attached, those whose module was never imported, and those whose module was imported without
+ * the name (a name of the main program that never appeared is of this kind). */
+enum roundtrim_hook_list {
+    RT_HOOKS_ARMED,
+    RT_HOOKS_ATTACHED,
+    RT_HOOKS_NOT_IMPORTED,
+    RT_HOOKS_MISSING,
+};
 
-/* The exit record's "hooks_attached", "hooks_not_imported" and "hooks_missing" (imported, but the
- * name is not there): the names the user gave, and the framework table's rows for a framework the
- * process imported. Nothing when no hook was armed. Reads no Python state. */
-void roundtrim_py_hooks_exit_json(struct roundtrim_json *j);
+/* How hooks are armed (auto, names, auto+names or none), NULL in a process without Python: the
+ * start record's hook keys are there when it is not. */
+const char *roundtrim_py_hook_mode(void);
+
+/* Whether any hook belongs in the exit record: its hook lists are there when one does. */
+bool roundtrim_py_hooks_reported(void);
+
+/* The list as a JSON array under key. Reads no Python state (the exit record is written with the
+ * interpreter gone, or the GIL held by another). */
+void roundtrim_py_hooks_list_json(struct roundtrim_json *j, const char *key,
+                                  enum roundtrim_hook_list which);
 
 /* At the exit of a process that ended no round: one warning line for each name the user gave
  * (ROUNDTRIM_PY_HOOK) that never attached, saying why and what to do instead. Reads no Python

@@ -1,6 +1,6 @@
 /* The hooks' part of the start and exit records (runtime/python/round_hook.h), from the table alone
- * (runtime/python/round_hook_table.h): no Python state is read, so the exit record can be written with
- * the interpreter gone or the GIL held by someone else. */
+ * (runtime/python/round_hook_table.h): no Python state is read, so the exit record can be written
+ * with the interpreter gone or the GIL held by someone else. */
 #include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -13,15 +13,9 @@
 
 #define HOOKS roundtrim_py_hook_table
 
-void roundtrim_py_hooks_start_json(struct roundtrim_json *j)
+const char *roundtrim_py_hook_mode(void)
 {
-    if (!HOOKS.mode)
-        return;
-    roundtrim_json_str(j, "py_hook_mode", HOOKS.mode);
-    roundtrim_json_array_begin(j, "py_hooks");
-    for (size_t i = 0; i < HOOKS.count; i++)
-        roundtrim_json_array_str(j, HOOKS.entry[i].target);
-    roundtrim_json_array_end(j);
+    return HOOKS.mode;
 }
 
 /* Whether an entry belongs in the exit record: every name the user gave; a framework row when
@@ -31,41 +25,35 @@ static bool reported(const struct roundtrim_py_hook *e)
     return !e->fw || (e->fw_seen && e->state != RT_HOOK_NOT_THIS_VERSION);
 }
 
-/* The exit record's lists, one per outcome. */
-enum outcome { ATTACHED, NOT_IMPORTED, MISSING };
-
-/* Attached; the module never imported; or imported, but the name is not there (or not a
- * function). A name of the main program that never appeared is of the last kind. */
-static enum outcome outcome_of(const struct roundtrim_py_hook *e)
+/* Which exit list a reported entry is in: attached; the module never imported; or imported, but
+ * the name is not there (or not a function). */
+static enum roundtrim_hook_list outcome_of(const struct roundtrim_py_hook *e)
 {
     if (e->state == RT_HOOK_ATTACHED)
-        return ATTACHED;
+        return RT_HOOKS_ATTACHED;
     if (e->state == RT_HOOK_DROPPED || (e->state == RT_HOOK_PENDING && e->in_main))
-        return MISSING;
-    return NOT_IMPORTED;
+        return RT_HOOKS_MISSING;
+    return RT_HOOKS_NOT_IMPORTED;
 }
 
-static void exit_list(struct roundtrim_json *j, const char *key, enum outcome which)
+bool roundtrim_py_hooks_reported(void)
+{
+    for (size_t i = 0; i < HOOKS.count; i++)
+        if (reported(&HOOKS.entry[i]))
+            return true;
+    return false;
+}
+
+void roundtrim_py_hooks_list_json(struct roundtrim_json *j, const char *key,
+                                  enum roundtrim_hook_list which)
 {
     roundtrim_json_array_begin(j, key);
     for (size_t i = 0; i < HOOKS.count; i++) {
         const struct roundtrim_py_hook *e = &HOOKS.entry[i];
-        if (reported(e) && outcome_of(e) == which)
+        if (which == RT_HOOKS_ARMED ? true : reported(e) && outcome_of(e) == which)
             roundtrim_json_array_str(j, e->target);
     }
     roundtrim_json_array_end(j);
-}
-
-void roundtrim_py_hooks_exit_json(struct roundtrim_json *j)
-{
-    bool any = false;
-    for (size_t i = 0; i < HOOKS.count && !any; i++)
-        any = reported(&HOOKS.entry[i]);
-    if (!any)
-        return;
-    exit_list(j, "hooks_attached", ATTACHED);
-    exit_list(j, "hooks_not_imported", NOT_IMPORTED);
-    exit_list(j, "hooks_missing", MISSING);
 }
 
 /* What a name that never attached is told: a function of the main script is bound only when an
