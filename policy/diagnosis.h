@@ -72,6 +72,8 @@ struct roundtrim_diag_context {
 };
 
 #define ROUNDTRIM_DIAG_MIN_ROUNDS 3
+/* The most bytes a diagnosis record takes (the library's and roundtrim-diagnose's alike). */
+#define ROUNDTRIM_DIAGNOSIS_RECORD_MAX 6144
 /* ROUNDTRIM_DIAG_ROUNDS's default: the rounds a verdict's figures cover. */
 #define ROUNDTRIM_DIAG_DEFAULT_ROUNDS 10
 /* The latest rounds growth is judged over (and ROUNDTRIM_DIAG_ROUNDS's largest value). */

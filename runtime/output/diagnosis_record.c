@@ -5,7 +5,7 @@
 #include "runtime/output/log_writer.h"
 
 /* Worker only, or the exiting thread under the round lock: a static buffer. */
-static char line[6144];
+static char line[ROUNDTRIM_DIAGNOSIS_RECORD_MAX];
 
 void roundtrim_diagnosis_record(uint64_t round, const struct roundtrim_diagnosis *d)
 {

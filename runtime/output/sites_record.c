@@ -21,7 +21,7 @@ static uint64_t fell[ROUNDTRIM_SITES_MAX];
 static uint32_t referenced[ROUNDTRIM_SITES_MAX]; /* samples the scan saw, live or kept */
 static uint64_t sites_dropped_before;
 static uint32_t given_back; /* after the previous record */
-static char line[512 * 1024];
+static char line[ROUNDTRIM_SITES_RECORD_MAX];
 
 struct span {
     uint32_t first, last;

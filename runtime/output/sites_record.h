@@ -5,6 +5,10 @@
 
 #include <stdint.h>
 
+/* The most bytes a sites record takes: the longest record the library writes (the report allows
+ * a line four times this). */
+#define ROUNDTRIM_SITES_RECORD_MAX (512 * 1024)
+
 /* The record of the rounds first..last (one, or a merged run), ended at the boundary of `last`.
  * Writes nothing when sampling is off; forgets freed samples that only those rounds needed. */
 void roundtrim_sites_record(uint64_t first, uint64_t last, double ts);

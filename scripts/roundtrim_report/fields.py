@@ -349,6 +349,9 @@ SITES_SAID = {
 # The fewest measured rounds a diagnosis needs.
 DIAG_MIN_ROUNDS = 3
 
+# The most bytes the library's longest record (a sites record) takes.
+RECORD_MAX_BYTES = 524288
+
 # Words older versions wrote for a reason, and the reason's name now: the report reads
 # old logs with them.
 SKIP_REASON_OLD_WORDS = {

@@ -16,7 +16,7 @@ from array import array
 from . import diagnosis as roundtrim_diagnosis
 from . import text as roundtrim_text
 from .checks import bad_field, is_number
-from .fields import MEM_PARTS, SKIP_FIELDS, SKIP_REASON_OLD_WORDS, STEP_SKIPS
+from .fields import EVENT_FIELDS, MEM_PARTS, RECORD_MAX_BYTES, SKIP_FIELDS, SKIP_REASON_OLD_WORDS, STEP_SKIPS
 
 MAX_WARNINGS = 5  # the notes of skipped lines shown; the others are counted
 
@@ -220,11 +220,11 @@ class Log:
             self.warnings.append(text)
 
 
-# The longest line kept, in characters: four times the library's longest record (a sites record,
-# 512 KiB), room for a record appended to a cut one. A longer line is no record of roundtrim's (another
+# The longest line kept, in characters: four times the library's longest record (a sites record),
+# room for a record appended to a cut one. A longer line is no record of roundtrim's (another
 # program's output, a binary file): it is read in pieces and dropped, so that the report's memory
 # stays bounded whatever the log holds.
-MAX_LINE = 2 * 1024 * 1024
+MAX_LINE = 4 * RECORD_MAX_BYTES
 
 
 def bounded_lines(f):
@@ -263,8 +263,8 @@ def complete_tail(line):
     return record if isinstance(record, dict) else None
 
 
-
-EVENTS = ("start", "round", "pressure", "sites", "diagnosis", "holders", "exit", "exec")
+# The records the library writes: the round record and those of EVENT_FIELDS.
+EVENTS = ("round",) + tuple(EVENT_FIELDS)
 
 
 def parse_line(line, clean):

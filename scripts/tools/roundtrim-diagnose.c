@@ -214,7 +214,7 @@ int main(int argc, char **argv)
         ordered[i] = ring[(count - n + i) % MAX_SAMPLES];
     struct roundtrim_diagnosis d;
     roundtrim_diagnose(ordered, n, &ctx, &d);
-    static char out[8192];
+    static char out[ROUNDTRIM_DIAGNOSIS_RECORD_MAX];
     struct roundtrim_json j;
     roundtrim_json_begin(&j, out, sizeof out);
     roundtrim_diagnosis_json(&j, &d);

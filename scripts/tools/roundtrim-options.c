@@ -60,7 +60,7 @@ static int usage_error(const char *what, const char *arg)
 /* The role is the only variable the printed values depend on. */
 static const char *role_lookup(void *ctx, const char *name)
 {
-    return strcmp(name, "ROUNDTRIM_ROLE") == 0 ? (const char *)ctx : NULL;
+    return strcmp(name, roundtrim_options[RT_OPT_ROLE].name) == 0 ? (const char *)ctx : NULL;
 }
 
 /* Whether a deployment file should set the option, rather than only mention it: the role and
@@ -444,7 +444,8 @@ static int parse_args(int argc, char **argv, struct request *req, bool *format_g
 
 static const char *signal_lookup(void *ctx, const char *name)
 {
-    return strcmp(name, "ROUNDTRIM_ROUND_SIGNAL") == 0 ? (const char *)ctx : NULL;
+    return strcmp(name, roundtrim_options[RT_OPT_ROUND_SIGNAL].name) == 0 ? (const char *)ctx
+                                                                          : NULL;
 }
 
 /* The signal number a process with ROUNDTRIM_ROUND_SIGNAL=value takes as its round signal (0:

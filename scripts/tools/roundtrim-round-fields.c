@@ -22,6 +22,7 @@
 
 #include "policy/diagnosis.h"
 #include "policy/options.h"
+#include "runtime/output/sites_record.h"
 
 struct field {
     const char *name, *kind, *unit, *when, *meaning;
@@ -625,6 +626,9 @@ static void python(void)
             "SITES_SAID", sites_said, COUNT(sites_said));
     printf("# The fewest measured rounds a diagnosis needs.\nDIAG_MIN_ROUNDS = %d\n\n",
            ROUNDTRIM_DIAG_MIN_ROUNDS);
+    printf("# The most bytes the library's longest record (a sites record) takes.\n"
+           "RECORD_MAX_BYTES = %d\n\n",
+           ROUNDTRIM_SITES_RECORD_MAX);
     py_open("# Words older versions wrote for a reason, and the reason's name now: the report "
             "reads\n# old logs with them.",
             "SKIP_REASON_OLD_WORDS", '{');
