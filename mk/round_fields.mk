@@ -13,6 +13,7 @@ $(BUILD)/roundtrim-round-fields: scripts/tools/roundtrim-round-fields.c policy/r
                                  policy/diag_input.def policy/diag_causes.def \
                                  policy/diagnosis.h policy/diagnosis_fields.def \
                                  policy/options.def policy/options.h policy/event_kinds.def \
+                                 policy/pressure.h \
                                  runtime/sites/native_frame_fields.def runtime/output/sites_record.h \
                                  $(wildcard runtime/output/*_fields.def)
 	@mkdir -p $(dir $@)

@@ -19,6 +19,10 @@ enum {
     RT_PRESSURE_CLEAN = 1u << 1, /* clean up now */
 };
 
+/* The pressure record's level: a warning, or the cleanup the pressure started. */
+#define RT_PRESSURE_LEVEL_WARN  "warn"
+#define RT_PRESSURE_LEVEL_CLEAN "clean"
+
 /* Percent of limit used, 0 when the limit is unknown. */
 unsigned roundtrim_pressure_percent(uint64_t used, uint64_t limit);
 

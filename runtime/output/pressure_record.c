@@ -7,7 +7,7 @@
 #include "runtime/core/proc_mem.h"
 #include "runtime/output/log_writer.h"
 
-void roundtrim_pressure_record(const char *level, const struct roundtrim_mem_limit *lim,
+void roundtrim_pressure_record(const struct roundtrim_mem_limit *lim,
                                const struct roundtrim_round_record *c)
 {
     char line[2048];

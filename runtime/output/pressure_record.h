@@ -6,7 +6,9 @@
 struct roundtrim_mem_limit;
 struct roundtrim_round_record;
 
-void roundtrim_pressure_record(const char *level, const struct roundtrim_mem_limit *lim,
+/* The record of the limit read lim: a warning, or with the round record of the cleanup the
+ * pressure started (cleaned). */
+void roundtrim_pressure_record(const struct roundtrim_mem_limit *lim,
                                const struct roundtrim_round_record *cleaned);
 
 #endif

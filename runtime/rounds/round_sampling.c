@@ -49,7 +49,7 @@ static void pressure_cleanup(const struct roundtrim_mem_limit *lim)
     r.rss_before = roundtrim_rss_bytes();
     roundtrim_cleanup_run(&r, true);
     r.rss_after = roundtrim_rss_bytes();
-    roundtrim_pressure_record("clean", lim, &r);
+    roundtrim_pressure_record(lim, &r);
     roundtrim_round_unlock();
 }
 
@@ -84,7 +84,7 @@ void roundtrim_round_sample(void)
     roundtrim_mem_limit_read(cfg->cgroup_dir, &lim);
     unsigned act = roundtrim_pressure_update(&pressure, cfg, lim.used, lim.limit, now / 1000);
     if (act & RT_PRESSURE_WARN)
-        roundtrim_pressure_record("warn", &lim, NULL);
+        roundtrim_pressure_record(&lim, NULL);
     if (act & RT_PRESSURE_CLEAN)
         pressure_cleanup(&lim);
 }

@@ -349,6 +349,10 @@ SITES_SAID = {
 # The fewest measured rounds a diagnosis needs.
 DIAG_MIN_ROUNDS = 3
 
+# The pressure record's levels: a warning, and the cleanup the pressure started.
+PRESSURE_WARN = "warn"
+PRESSURE_CLEAN = "clean"
+
 # The most bytes the library's longest record (a sites record) takes.
 RECORD_MAX_BYTES = 524288
 

@@ -16,6 +16,7 @@ import tempfile
 
 from . import text as roundtrim_text
 from .common import MIB, PROG, mib_or_none
+from .fields import PRESSURE_CLEAN, PRESSURE_WARN
 from .trends import rss_trend
 
 MAX_PANELS = 6
@@ -36,7 +37,7 @@ SERIES = [
      "lc rgb '#9467bd' lw 2 pt 5 ps 0.5"),
 ]
 
-PRESSURE_COLORS = {"warn": "#e6a100", "clean": "#b00020"}
+PRESSURE_COLORS = {PRESSURE_WARN: "#e6a100", PRESSURE_CLEAN: "#b00020"}
 
 # The cgroup's use gets an axis of its own when it is this many times the process's highest
 # line: a cgroup shared with other processes (GiB against MiB) would flatten every other line.

@@ -10,7 +10,7 @@ import time
 
 from . import diagnosis as roundtrim_diagnosis
 from .common import MIB, mib, plural
-from .fields import SKIP_REASONS, STEP_SKIPS
+from .fields import PRESSURE_CLEAN, PRESSURE_WARN, SKIP_REASONS, STEP_SKIPS
 from .trends import rss_trend, trends
 
 def rel_time(record, t0):
@@ -262,8 +262,8 @@ def print_summary(proc, out, diagnosis):
                   f"{first}-{last}", file=out)
     if proc.pressure:
         levels = [p.get("level", "?") for p in proc.pressure]
-        print(f"  memory pressure events: {levels.count('warn')} above the warning line, "
-              f"{levels.count('clean')} above the cleanup line", file=out)
+        print(f"  memory pressure events: {levels.count(PRESSURE_WARN)} above the warning line, "
+              f"{levels.count(PRESSURE_CLEAN)} above the cleanup line", file=out)
     if proc.exit:
         e = proc.exit
         how = "replaced itself with exec" if e.get("event") == "exec" else "exited"

@@ -22,6 +22,7 @@
 
 #include "policy/diagnosis.h"
 #include "policy/options.h"
+#include "policy/pressure.h"
 #include "runtime/output/sites_record.h"
 
 struct field {
@@ -626,6 +627,9 @@ static void python(void)
             "SITES_SAID", sites_said, COUNT(sites_said));
     printf("# The fewest measured rounds a diagnosis needs.\nDIAG_MIN_ROUNDS = %d\n\n",
            ROUNDTRIM_DIAG_MIN_ROUNDS);
+    printf("# The pressure record's levels: a warning, and the cleanup the pressure started.\n"
+           "PRESSURE_WARN = \"%s\"\nPRESSURE_CLEAN = \"%s\"\n\n",
+           RT_PRESSURE_LEVEL_WARN, RT_PRESSURE_LEVEL_CLEAN);
     printf("# The most bytes the library's longest record (a sites record) takes.\n"
            "RECORD_MAX_BYTES = %d\n\n",
            ROUNDTRIM_SITES_RECORD_MAX);
