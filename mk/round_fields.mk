@@ -41,8 +41,8 @@ $(BUILD)/deploy/prometheus/roundtrim.rules.yml: $(BUILD)/roundtrim-round-fields 
 	    > $@.tmp && mv $@.tmp $@
 
 # The other records' keys (runtime/output's *_fields.def tables), in the log file's page between
-# its markers: start-keys, exit-keys, pressure-keys, holders-keys, holder-keys.
-EVENT_KEYS := start exit pressure holders holder
+# its markers: start-keys, setting-keys, exit-keys, pressure-keys, holders-keys, holder-keys.
+EVENT_KEYS := start setting exit pressure holders holder
 DOC_PAGES += docs/reference/log-file.md
 $(BUILD)/docs/reference/log-file.md: docs/reference/log-file.md $(BUILD)/roundtrim-round-fields \
                                      scripts/tools/doc-fill

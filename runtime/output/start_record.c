@@ -17,14 +17,15 @@
 static void put_SETTINGS(struct roundtrim_json *j, const char *key,
                          const struct roundtrim_config *cfg)
 {
+    struct roundtrim_json *rt_out = j;
     roundtrim_json_object_begin(j, key);
-    for (int id = 0; id < RT_OPT_COUNT; id++) {
+    for (int i = 0; i < RT_OPT_COUNT; i++) {
+        enum roundtrim_option_id id = (enum roundtrim_option_id)i;
         char value[512];
-        roundtrim_config_value_text(cfg, (enum roundtrim_option_id)id, value, sizeof value);
+        roundtrim_config_value_text(cfg, id, value, sizeof value);
         roundtrim_json_object_begin(j, roundtrim_options[id].name);
-        roundtrim_json_str(j, "value", value);
-        roundtrim_json_str(j, "source",
-                           roundtrim_config_source_text(cfg, (enum roundtrim_option_id)id));
+#define RT_SETTING_FIELD RT_PUT_ROW
+#include "runtime/output/start_fields.def"
         roundtrim_json_object_end(j);
     }
     roundtrim_json_object_end(j);

@@ -9,12 +9,15 @@
  *   roundtrim-round-fields --prom-expected  the reasons that are no failure, as a PromQL
  *                                           alternation (program_gc|program_trim|...)
  *   roundtrim-round-fields --event-keys R   the keys of another record, from its table: R is
- *                                           start, exit, pressure, holders or holder
- *                                           (runtime/output, docs/reference/log-file.md),
- *                                           diagnosis, diagnosis-reasons, forecast,
- *                                           advice-sites, sites, site or py-frame
- *                                           (policy/diagnosis_fields.def and
- *                                           runtime/output/sites_fields.def, docs/diagnosis.md)
+ *                                           start, setting, exit, pressure, holders or
+ *                                           holder (runtime/output,
+ *                                           docs/reference/log-file.md), diagnosis,
+ *                                           diagnosis-reasons, forecast, advice-sites, sites,
+ *                                           site, py-frame or native-frame
+ *                                           (policy/diagnosis_fields.def,
+ *                                           runtime/output/sites_fields.def,
+ *                                           runtime/sites/native_frame_fields.def;
+ *                                           docs/diagnosis.md)
  */
 #include <signal.h>
 #include <stdio.h>
@@ -196,6 +199,11 @@ static const struct field py_frame_fields[] = {
 #define RT_PY_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                         \
     {#name, #kind, unit, when, meaning},
 #include "runtime/output/sites_fields.def"
+};
+static const struct field setting_fields[] = {
+#define RT_SETTING_FIELD(name, kind, unit, when, meaning, present, value)                          \
+    {#name, #kind, unit, when, meaning},
+#include "runtime/output/start_fields.def"
 };
 static const struct field native_frame_fields[] = {
 #define RT_NATIVE_FRAME_FIELD(name, kind, unit, when, meaning, present, value)                     \
@@ -685,12 +693,19 @@ static const struct {
     {                                                                                              \
         name, fields, COUNT(fields), "reference/"                                                  \
     }
-    LOG_FILE("start", start_fields),        LOG_FILE("exit", exit_fields),
-    LOG_FILE("pressure", pressure_fields),  LOG_FILE("holders", holders_fields),
-    LOG_FILE("holder", holder_fields),      DIAGNOSIS("diagnosis", diagnosis_fields),
-    DIAGNOSIS("forecast", forecast_fields), DIAGNOSIS("advice-sites", advice_sites_fields),
-    DIAGNOSIS("sites", sites_fields),       DIAGNOSIS("site", site_fields),
-    DIAGNOSIS("py-frame", py_frame_fields), DIAGNOSIS("native-frame", native_frame_fields),
+    LOG_FILE("start", start_fields),
+    LOG_FILE("setting", setting_fields),
+    LOG_FILE("exit", exit_fields),
+    LOG_FILE("pressure", pressure_fields),
+    LOG_FILE("holders", holders_fields),
+    LOG_FILE("holder", holder_fields),
+    DIAGNOSIS("diagnosis", diagnosis_fields),
+    DIAGNOSIS("forecast", forecast_fields),
+    DIAGNOSIS("advice-sites", advice_sites_fields),
+    DIAGNOSIS("sites", sites_fields),
+    DIAGNOSIS("site", site_fields),
+    DIAGNOSIS("py-frame", py_frame_fields),
+    DIAGNOSIS("native-frame", native_frame_fields),
 #undef LOG_FILE
 #undef DIAGNOSIS
 };
