@@ -17,6 +17,7 @@
 
 #include "policy/framework_hooks.h"
 #include "policy/options.h"
+#include "policy/parse.h"
 
 enum format { FMT_MARKDOWN, FMT_TSV, FMT_SH, FMT_DOCKER, FMT_K8S, FMT_MAN };
 
@@ -46,7 +47,9 @@ static void usage(FILE *out)
         "  --source TEXT      the manual page's source and version (man), e.g. 'roundtrim 0.1.0'\n"
         "roundtrim-options --round-signal VALUE\n"
         "  prints the number of the round signal a process with ROUNDTRIM_ROUND_SIGNAL=VALUE\n"
-        "  uses (0: none), by the library's own rules\n",
+        "  uses (0: none), by the library's own rules\n"
+        "roundtrim-options --bool VALUE\n"
+        "  exit status 0 when the library reads VALUE as true, 1 as false, 2 as neither\n",
         out);
 }
 
@@ -463,6 +466,10 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--round-signal") == 0)
         return print_round_signal(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--bool") == 0) {
+        bool value;
+        return roundtrim_parse_bool(argv[2], &value) ? !value : 2;
+    }
     struct request req = {FMT_MARKDOWN, NULL, NULL, "roundtrim"};
     bool format_given = false;
     int rc = parse_args(argc, argv, &req, &format_given);

@@ -346,6 +346,21 @@ def test_round_refuses_a_process_without_a_round_signal(shimmed_ticker, value):
     assert proc.poll() is None
 
 
+@pytest.mark.parametrize("value", ["YES", "On", "1"])
+def test_round_never_signals_a_process_whose_library_is_disabled(spawn, ticker, value):
+    """ROUNDTRIM_DISABLE read by the library's own parser (any case): the library forwards only
+    and catches no signal, so the round signal would end the process."""
+    proc, _ = spawn([ROUNDTRIM, "run", "--", ticker], env={"ROUNDTRIM_DISABLE": value},
+                    preload=False, log=False)
+    wait_until(lambda: LIB.name in Path(f"/proc/{proc.pid}/maps").read_text(),
+               "the library to be loaded")
+    r = roundtrim("round", proc.pid)
+    assert r.returncode == 1
+    assert "runs with ROUNDTRIM_DISABLE" in r.stderr and "not signalled" in r.stderr
+    time.sleep(0.2)
+    assert proc.poll() is None, "the process was killed by the round signal"
+
+
 def test_round_never_signals_a_process_without_the_library(spawn):
     proc, _ = spawn(["sleep", "60"], preload=False, log=False)
     wait_until(lambda: "sleep" in Path(f"/proc/{proc.pid}/cmdline").read_text(),
