@@ -139,3 +139,25 @@ def test_the_report_checks_every_key_of_every_record_kind_and_keeps_real_records
     # A value of the wrong kind keeps the record out, with the key named.
     bad = {"event": "diagnosis", "pid": 7, "ts": 1.0, "round": 3, "heap_free_percent": -4}
     assert bad_field(bad)[0] == "heap_free_percent"
+
+
+def test_the_keys_the_report_reads_of_each_record_are_keys_its_table_declares():
+    """The report keeps a few keys of the start, exit and pressure records and reads the round
+    record's parts and skip columns: each is a key of that record's table (a key renamed in the
+    library would otherwise leave the report's column empty without a word)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from roundtrim_report import roundlog
+    from roundtrim_report.fields import EVENT_FIELDS, ROUND_FIELDS
+    header = {"event", "pid", "ts"}
+    declared = {event: {key for key, _ in rows} | header for event, rows in EVENT_FIELDS.items()}
+    assert set(roundlog.START_FIELDS) <= declared["start"]
+    assert set(roundlog.EXIT_FIELDS) <= declared["exit"]
+    assert set(roundlog.PRESSURE_FIELDS) <= declared["pressure"]
+    round_keys = {key for key, _, _, _ in ROUND_FIELDS}
+    kept = set(roundlog.Rounds.WHOLE) | set(roundlog.Rounds.TEXT)
+    parts = {key for key in kept if key.startswith("mem_")}
+    derived = {"device_held"}  # the report's own sum of the device parts
+    assert kept - parts - derived <= round_keys, sorted(kept - parts - derived - round_keys)
+    from roundtrim_report.fields import MEMORY_FIELDS
+    assert {key[len("mem_"):] for key in parts} <= {key for key, _, _, _ in MEMORY_FIELDS}
