@@ -12,8 +12,6 @@
 #include "runtime/sites/sampler.h"
 #include "runtime/sites/site_table.h"
 
-#define TOP_SITES 10
-
 /* Worker only (or the exiting thread, under the round lock): static buffers, no allocation. */
 static uint64_t round_live[ROUNDTRIM_SITES_MAX], live[ROUNDTRIM_SITES_MAX];
 static uint64_t live_before[ROUNDTRIM_SITES_MAX], grown[ROUNDTRIM_SITES_MAX];
@@ -171,11 +169,12 @@ void roundtrim_sites_record(uint64_t first, uint64_t last, double ts)
          * bytes while it is in no list. */
         fell[i] = live[i] < live_before[i] && roundtrim_site_at(i) ? live_before[i] - live[i] : 0;
     }
-    uint32_t by_growth[TOP_SITES], by_round[TOP_SITES], by_live[TOP_SITES], by_fall[TOP_SITES];
-    int n_growth = top(grown, ROUNDTRIM_SITES_MAX, by_growth, TOP_SITES);
-    int n_fall = top(fell, ROUNDTRIM_SITES_MAX, by_fall, TOP_SITES);
-    int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, TOP_SITES);
-    int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, TOP_SITES);
+    uint32_t by_growth[ROUNDTRIM_SITES_TOP], by_round[ROUNDTRIM_SITES_TOP],
+        by_live[ROUNDTRIM_SITES_TOP], by_fall[ROUNDTRIM_SITES_TOP];
+    int n_growth = top(grown, ROUNDTRIM_SITES_MAX, by_growth, ROUNDTRIM_SITES_TOP);
+    int n_fall = top(fell, ROUNDTRIM_SITES_MAX, by_fall, ROUNDTRIM_SITES_TOP);
+    int n_round = top(round_live, ROUNDTRIM_SITES_MAX, by_round, ROUNDTRIM_SITES_TOP);
+    int n_live = top(live, ROUNDTRIM_SITES_MAX, by_live, ROUNDTRIM_SITES_TOP);
 
     struct roundtrim_json j, *rt_out = &j;
     roundtrim_log_record_begin(&j, line, sizeof line, "sites", ts);

@@ -8,6 +8,8 @@
 /* The most bytes a sites record takes: the longest record the library writes (the report allows
  * a line four times this). */
 #define ROUNDTRIM_SITES_RECORD_MAX (512 * 1024)
+/* The sites in each of the record's lists, at most. */
+#define ROUNDTRIM_SITES_TOP 10
 
 /* The record of the rounds first..last (one, or a merged run), ended at the boundary of `last`.
  * Writes nothing when sampling is off; forgets freed samples that only those rounds needed. */
