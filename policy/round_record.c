@@ -14,8 +14,6 @@ void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_tra
     else                                                                                           \
         roundtrim_json_u64(j, #name, t->name);
 #include "policy/round_fields.def"
-    if (skipped)
-        put_REASON(j, "counts_skipped", skipped);
 }
 
 /* How the writer puts a value of each kind of field (policy/round_fields.def's RT_KIND rows). */

@@ -81,8 +81,8 @@ struct roundtrim_round_record {
     struct roundtrim_cuda_round cuda;
 };
 
-/* The four malloc-family counts; when skipped is set, each is null and "counts_skipped" says
- * why. */
+/* The four malloc-family counts, each null when skipped is set (the record's counts_skipped
+ * says why). */
 void roundtrim_json_traffic(struct roundtrim_json *j, const struct roundtrim_traffic *t,
                             enum roundtrim_skip skipped);
 

@@ -322,8 +322,6 @@ static void markdown_event(const struct field *f, size_t n, const char *to_refer
             markdown_row("", traffic[t].name, "", kind_of(traffic[t].kind)->type, traffic[t].unit,
                          f[i].when, meaning);
         }
-        markdown_row("", "counts_skipped", "", reason, "", "the counts are null",
-                     "why the malloc family was not counted");
     }
 }
 
@@ -496,7 +494,7 @@ static void py_check(int indent, const char *name, const char *kind)
 }
 
 /* Each record's keys after its header with the report's check of each: the traffic row stands
- * for the malloc family's counts and counts_skipped. */
+ * for the malloc family's counts. */
 static void python_event_checks(void)
 {
     puts("# (key, check): the keys of the records other than the round record, by event, as their");
@@ -512,7 +510,6 @@ static void python_event_checks(void)
             }
             for (size_t k = 0; k < COUNT(traffic); k++)
                 py_check(8, traffic[k].name, traffic[k].kind);
-            py_check(8, "counts_skipped", "REASON");
         }
         puts("    ),");
     }
