@@ -50,7 +50,7 @@ void roundtrim_py_hooks_list_json(struct roundtrim_json *j, const char *key,
     roundtrim_json_array_begin(j, key);
     for (size_t i = 0; i < HOOKS.count; i++) {
         const struct roundtrim_py_hook *e = &HOOKS.entry[i];
-        if (which == RT_HOOKS_ARMED ? true : reported(e) && outcome_of(e) == which)
+        if (which == RT_HOOKS_ARMED || (reported(e) && outcome_of(e) == which))
             roundtrim_json_array_str(j, e->target);
     }
     roundtrim_json_array_end(j);
