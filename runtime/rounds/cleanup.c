@@ -49,8 +49,42 @@ static uint32_t largest_arena_permille; /* from the latest round's memory */
 static struct {
     struct roundtrim_step_base base;   /* where the freed heap is counted from */
     uint64_t count, released, us, cpu; /* since the last round record */
-    uint64_t holds, hold_max_us, holds_waited, calls, call_bytes, arenas_left;
+    struct roundtrim_holds_done holds; /* of the steps in holds, since then (us and cut unused) */
 } steps;
+
+/* A trim in holds' figures added to a sum of them: the holds, the waits, the release calls and
+ * their bytes, the arenas left alone; the longest hold. */
+static void add_holds(struct roundtrim_holds_done *sum, const struct roundtrim_holds_done *d)
+{
+    sum->holds += d->holds;
+    sum->waited += d->waited;
+    sum->calls += d->calls;
+    sum->call_bytes += d->call_bytes;
+    sum->arenas_left += d->arenas_left;
+    if (d->hold_max_us > sum->hold_max_us)
+        sum->hold_max_us = d->hold_max_us;
+}
+
+/* The same figures added to the round record's. */
+static void holds_into_record(struct roundtrim_round_record *r,
+                              const struct roundtrim_holds_done *d)
+{
+    struct roundtrim_holds_done sum = {
+        .holds = r->trim_holds,
+        .waited = r->trim_holds_waited,
+        .calls = r->trim_calls,
+        .call_bytes = r->trim_call_bytes,
+        .arenas_left = r->trim_arenas_left,
+        .hold_max_us = r->trim_hold_max_us,
+    };
+    add_holds(&sum, d);
+    r->trim_holds = sum.holds;
+    r->trim_holds_waited = sum.waited;
+    r->trim_calls = sum.calls;
+    r->trim_call_bytes = sum.call_bytes;
+    r->trim_arenas_left = sum.arenas_left;
+    r->trim_hold_max_us = sum.hold_max_us;
+}
 
 /* Freed minus handed-out bytes of the heap since the process started (negative while it grows):
  * glibc's large blocks, mappings of their own, go back to the OS when freed and are left out. */
@@ -159,19 +193,13 @@ static enum roundtrim_skip trim_in_holds(struct roundtrim_round_record *r,
     uint64_t rss = roundtrim_rss_bytes();
     struct roundtrim_holds_done d;
     enum roundtrim_skip why = roundtrim_trim_in_holds(&policy, set, plan->trim_budget_us,
-                                              roundtrim_round_process_ending, &d);
+                                                      roundtrim_round_process_ending, &d);
     if (why)
         return why;
     *released = below(rss, roundtrim_rss_bytes());
     r->trim_us += d.us;
-    r->trim_holds += d.holds;
-    r->trim_holds_waited += d.waited;
-    r->trim_calls += d.calls;
-    r->trim_call_bytes += d.call_bytes;
-    r->trim_arenas_left += d.arenas_left;
     r->trim_budget_cut = d.cut;
-    if (d.hold_max_us > r->trim_hold_max_us)
-        r->trim_hold_max_us = d.hold_max_us;
+    holds_into_record(r, &d);
     return RT_SKIP_NONE;
 }
 
@@ -293,16 +321,9 @@ void roundtrim_cleanup_steps_into_record(struct roundtrim_round_record *r)
     r->trim_steps_released_bytes = steps.released;
     r->trim_steps_us = steps.us;
     r->cleanup_cpu_us += steps.cpu;
-    r->trim_holds += steps.holds;
-    r->trim_holds_waited += steps.holds_waited;
-    r->trim_calls += steps.calls;
-    r->trim_call_bytes += steps.call_bytes;
-    r->trim_arenas_left += steps.arenas_left;
-    if (steps.hold_max_us > r->trim_hold_max_us)
-        r->trim_hold_max_us = steps.hold_max_us;
+    holds_into_record(r, &steps.holds);
     steps.count = steps.released = steps.us = steps.cpu = 0;
-    steps.holds = steps.hold_max_us = steps.holds_waited = steps.calls = steps.call_bytes = 0;
-    steps.arenas_left = 0;
+    steps.holds = (struct roundtrim_holds_done){0};
 }
 
 /* A trim step, between round ends, when the policy finds one due (policy/trim_steps.h): the
@@ -332,13 +353,7 @@ void roundtrim_cleanup_trim_step_maybe(void)
         if (roundtrim_trim_in_holds(&policy, &set, 0, roundtrim_round_process_ending, &d))
             return;
         us = d.us;
-        steps.holds += d.holds;
-        steps.calls += d.calls;
-        steps.call_bytes += d.call_bytes;
-        steps.arenas_left += d.arenas_left;
-        steps.holds_waited += d.waited;
-        if (d.hold_max_us > steps.hold_max_us)
-            steps.hold_max_us = d.hold_max_us;
+        add_holds(&steps.holds, &d);
     } else if (!roundtrim_allocator_release(&us)) {
         return;
     }
