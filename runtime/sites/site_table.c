@@ -129,16 +129,20 @@ static void fill(struct roundtrim_site *s, uint64_t id, const uintptr_t *frames,
     __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
 }
 
+#define PROBE_FULL -1 /* every entry of the probe sequence is another's */
+#define PROBE_BUSY -2 /* the claim lock was not had: the site may be new, or not */
+
 /* The site of id in entries [base, base + size), pinned, created if new with these frames in
- * the first free or given-back entry of its probe sequence; -1 when they are all taken by
- * others (or the claim lock was not had). */
+ * the first free or given-back entry of its probe sequence; else PROBE_FULL or PROBE_BUSY. */
 static int32_t probe(uint64_t id, uint32_t base, uint32_t size, const uintptr_t *frames, int depth,
                      const struct roundtrim_site_py *py, int py_depth,
                      enum roundtrim_site_kind kind)
 {
     int32_t found = find_pinned(id, base, size);
-    if (found >= 0 || !claim_lock_take())
+    if (found >= 0)
         return found;
+    if (!claim_lock_take())
+        return PROBE_BUSY;
     /* Under the lock no entry is claimed or given back by another: look again (another thread
      * may have just created this site), then take the first reusable entry. */
     found = find(id, base, size);
@@ -147,6 +151,7 @@ static int32_t probe(uint64_t id, uint32_t base, uint32_t size, const uintptr_t 
         claim_lock_drop();
         return found;
     }
+    found = PROBE_FULL;
     uint32_t i = (uint32_t)(id % size);
     for (uint32_t n = 0; n < size; n++, i = i + 1 == size ? 0 : i + 1) {
         uint64_t k = __atomic_load_n(&sites[base + i].id, __ATOMIC_ACQUIRE);
@@ -183,10 +188,13 @@ int32_t roundtrim_site_intern(const uintptr_t *frames, int depth,
         return -1;
     int32_t i = probe(frames_id(frames, depth, py, py_depth), 0, ROUNDTRIM_SITES_MAIN, frames,
                       depth, py, py_depth, RT_SITE_STACK);
-    if (i >= 0)
-        return i;
-    return probe(line_id(frames, depth, py, py_depth), ROUNDTRIM_SITES_MAIN, ROUNDTRIM_SITES_LINE,
-                 frames, depth, py, py_depth, RT_SITE_LINE);
+    /* Only a full table sends a stack to its line: one whose site was busy being claimed may
+     * have it a moment later, and would then be counted at two sites. */
+    if (i != PROBE_FULL)
+        return i < 0 ? -1 : i;
+    i = probe(line_id(frames, depth, py, py_depth), ROUNDTRIM_SITES_MAIN, ROUNDTRIM_SITES_LINE,
+              frames, depth, py, py_depth, RT_SITE_LINE);
+    return i < 0 ? -1 : i;
 }
 
 void roundtrim_site_unpin(int32_t site)

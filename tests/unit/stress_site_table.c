@@ -107,8 +107,10 @@ START_TEST(producers_and_reader)
         ck_assert_uint_eq(site->alloc_bytes, want * (n + 1));
         ck_assert_uint_eq(site->free_bytes, want);
     }
-    /* Every stack interned at least once has its one site; most interns found theirs. */
+    /* Every stack interned at least once has its one site; most interns found theirs. The
+     * stack sites are far from all taken: no stack was sent to its line's site. */
     ck_assert_uint_eq(sites, stacks_interned);
+    ck_assert_uint_eq(roundtrim_site_lines_taken(), 0);
     ck_assert_uint_lt(not_interned, (uint64_t)PRODUCERS * STEPS / 2);
 }
 END_TEST
@@ -151,6 +153,7 @@ START_TEST(producers_and_give_backs)
     stress_run(&s);
     ck_assert_uint_gt(given_back, 0);
     ck_assert_uint_lt(no_site, PRODUCERS * STEPS / 2);
+    ck_assert_uint_eq(roundtrim_site_lines_taken(), 0);
     static bool seen[STACKS];
     for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++) {
         const struct roundtrim_site *site = roundtrim_site_at(i);
