@@ -8,6 +8,7 @@
  * consumer gives back every site it can meanwhile. A site a producer holds pinned is always its
  * stack's (never given back and taken by another), and no stack ever has two sites. */
 #include <check.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,13 +116,17 @@ START_TEST(producers_and_reader)
 }
 END_TEST
 
-static uint64_t given_back, no_site;
+static uint64_t given_back, no_site, give_back_passes;
 
 static void produce_and_free(int id, void *arg)
 {
     (void)arg;
     uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(id + 1);
     for (uint32_t step = 0; step < STEPS; step++) {
+        /* Halfway, wait for a pass of the give-backs: a starved consumer would otherwise leave
+         * nothing given back while the producers run. */
+        while (step == STEPS / 2 && !__atomic_load_n(&give_back_passes, __ATOMIC_ACQUIRE))
+            sched_yield();
         struct stack s;
         uint64_t n = next_stack(&rng, &s);
         int32_t i = stack_intern(&s);
@@ -144,6 +149,7 @@ static void give_back_all(void *arg)
     for (uint32_t i = 0; i < ROUNDTRIM_SITES_MAX; i++)
         if (roundtrim_site_at(i) && roundtrim_site_give_back(i))
             given_back++;
+    __atomic_add_fetch(&give_back_passes, 1, __ATOMIC_RELEASE);
 }
 
 START_TEST(producers_and_give_backs)
@@ -166,6 +172,12 @@ START_TEST(producers_and_give_backs)
         ck_assert_uint_eq(site->alloc_bytes, site->free_bytes);
         ck_assert_uint_eq(site->pins, 0);
     }
+    /* The claim lock was left free: a stack never seen has its site at once. */
+    struct stack fresh;
+    stack_make(&fresh, STACKS);
+    int32_t i = stack_intern(&fresh);
+    ck_assert_int_ge(i, 0);
+    ck_assert(site_is_stack(roundtrim_site_at((uint32_t)i), STACKS));
 }
 END_TEST
 
