@@ -28,6 +28,13 @@ $(BUILD)/tests/libslow_release.so: tests/programs/libslow_release.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@ -ldl
 
+# roundtrim's Python helper held at the start of PyGILState_Ensure
+# (tests/programs/libslow_py_helper.c): the tests of programs that exit right after a round.
+CHECK_DEPS += $(BUILD)/tests/libslow_py_helper.so
+$(BUILD)/tests/libslow_py_helper.so: tests/programs/libslow_py_helper.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fPIC -shared $< -o $@ -ldl
+
 # A tool that puts its own allocator past roundtrim's object-allocator wrapper
 # (tests/integration/test_sites_objects.py).
 CHECK_DEPS += $(BUILD)/tests/libobject_allocator_tool.so

@@ -5,8 +5,8 @@
  * aborts the process when it gives it back. After it, the next interpreter gets the jobs again.
  * An embedder that opens libpython with dlopen and looks them up with dlsym gets the wrappers too
  * (shim/dlsym_hook.c). CPython's own executable calls them inside itself, unseen here: its
- * interpreter finalizes once, at exit, covered by threading's shutdown callbacks
- * (runtime/python/gil.c). */
+ * interpreter finalizes once, at exit, covered by the exit barrier registered with threading's
+ * or atexit's callbacks before its first job (runtime/python/gil.c). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stddef.h>

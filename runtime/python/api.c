@@ -49,6 +49,8 @@ static const struct sym hook_syms[] = {
     SYM(Sys_AddAuditHook, "PySys_AddAuditHook"),
     SYM(InterpreterState_Main, "PyInterpreterState_Main"),
     SYM(AddPendingCall, "Py_AddPendingCall"),
+    SYM(Import_ImportModule, "PyImport_ImportModule"),
+    SYM(Dict_DelItemString, "PyDict_DelItemString"),
     SYM(Mapping_GetItemString, "PyMapping_GetItemString"),
     SYM(Dict_GetItem, "PyDict_GetItem"),
     SYM(Module_GetDict, "PyModule_GetDict"),

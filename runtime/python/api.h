@@ -71,6 +71,7 @@ struct roundtrim_py_api {
     int (*GC_Disable)(void);
     py_ssize (*GetAllocatedBlocks)(void); /* pymalloc's allocated blocks, or NULL */
     int (*AddPendingCall)(int (*fn)(void *), void *arg);
+    py_object *(*Import_ImportModule)(const char *name);
     void *(*InterpreterState_Main)(void);
     void *(*InterpreterState_Get)(void);
     int (*Sys_AddAuditHook)(py_audit_hook hook, void *user);
@@ -79,6 +80,7 @@ struct roundtrim_py_api {
     void (*IncRef)(py_object *);
     void (*DecRef)(py_object *);
     py_object *(*Dict_GetItemString)(py_object *dict, const char *key);
+    int (*Dict_DelItemString)(py_object *dict, const char *key);
     py_object *(*Dict_GetItem)(py_object *dict, py_object *key);
     py_object *(*Mapping_GetItemString)(py_object *map, const char *key);
     py_object *(*Module_GetDict)(py_object *module);

@@ -38,8 +38,15 @@ static unsigned generation;
 /* An exec is replacing the process: a job still waiting for the GIL gives up (the thread calling
  * exec may hold it); cleared again when the exec fails. */
 static bool exec_begun;
-static bool shutdown_hook_added;
-static bool helper_stop; /* asked to end while idle (roundtrim_py_helper_stop) */
+/* The exit barrier: on_interpreter_shutdown registered with the interpreter's own shutdown, so
+ * that it cannot finalize while the helper is inside PyGILState_Ensure (which then takes runtime
+ * locks already freed, and the process dies). Registered under the GIL: as the program starts,
+ * by the round hooks' audit hook; by every job; and before an interpreter's first job that finds
+ * none, by a pending call the main thread runs (barrier_ready). */
+enum barrier_state { BARRIER_NONE, BARRIER_ASKED, BARRIER_SET, BARRIER_REFUSED };
+static enum barrier_state barrier;
+static unsigned cur_gil_wait_ms; /* the queued job's caller's wait for the GIL */
+static bool helper_stop;         /* asked to end while idle (roundtrim_py_helper_stop) */
 static pid_t helper_tid;
 static uint64_t jobs_cpu_us; /* CPU time the helper spent in jobs, since start */
 
@@ -79,8 +86,10 @@ void roundtrim_py_gil_interpreter_ending(void)
 {
     pthread_mutex_lock(&lock);
     interp_ending = true;
-    if (conds_ready)
+    if (conds_ready) {
         pthread_cond_broadcast(&to_caller); /* a caller waiting for the GIL gives up */
+        pthread_cond_broadcast(&to_helper); /* and a helper waiting for the barrier */
+    }
     pthread_mutex_unlock(&lock);
     wait_jobs_out();
 }
@@ -90,7 +99,7 @@ void roundtrim_py_gil_interpreter_ending(void)
 static void interpreter_gone(void)
 {
     interp_ending = false;
-    shutdown_hook_added = false;
+    barrier = BARRIER_NONE;
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
@@ -107,10 +116,10 @@ unsigned roundtrim_py_gil_generation(void)
     return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
 }
 
-/* Called by threading._shutdown(), on the main thread holding the GIL, before the interpreter
- * starts finalizing. A job running then could lose the GIL inside an extension's deallocator
- * (PyTorch releases it there) and find the interpreter finalizing when it takes it back:
- * CPython then ends the helper thread with pthread_exit, whose unwinding through the
+/* The exit barrier: called by threading._shutdown() or by atexit, on the main thread holding the
+ * GIL, before the interpreter starts finalizing. A job running then could lose the GIL inside an
+ * extension's deallocator (PyTorch releases it there) and find the interpreter finalizing when it
+ * takes it back: CPython then ends the helper thread with pthread_exit, whose unwinding through the
  * extension's C++ frames aborts the process. A job still waiting in PyGILState_Ensure would
  * wait through the finalization: CPython ends it too, or, when the embedder starts another
  * interpreter, it wakes in that one holding a thread state of the old one, and CPython aborts
@@ -128,20 +137,12 @@ static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
 static struct py_method_def shutdown_def = {"_roundtrim_shutdown", (void *)on_interpreter_shutdown,
                                             PY_METH_NOARGS, NULL};
 
-/* Registers on_interpreter_shutdown with the threading module's own shutdown callbacks, once
- * the program has imported threading (any program using PyTorch has). Called under the GIL
- * before every job: a job never runs before it is registered, when it can be. */
-static void add_shutdown_hook(void)
+/* module.<register>(on_interpreter_shutdown); false on any error (cleared). GIL held. */
+static bool register_barrier_with(py_object *module, const char *register_name)
 {
-    if (shutdown_hook_added || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
-        return;
-    py_object *threading = roundtrim_py_sys_module("threading"); /* borrowed */
-    if (!threading)
-        return;
-    py_object *reg = roundtrim_py.Object_GetAttrString(threading, "_register_atexit");
+    py_object *reg = module ? roundtrim_py.Object_GetAttrString(module, register_name) : NULL;
     py_object *fn = reg ? roundtrim_py.CFunction_NewEx(&shutdown_def, NULL, NULL) : NULL;
     py_object *r = fn ? roundtrim_py.Object_CallFunctionObjArgs(reg, fn, NULL) : NULL;
-    shutdown_hook_added = r != NULL;
     if (r)
         roundtrim_py.DecRef(r);
     if (fn)
@@ -149,7 +150,103 @@ static void add_shutdown_hook(void)
     if (reg)
         roundtrim_py.DecRef(reg);
     if (!r)
-        roundtrim_py.Err_Clear(); /* no such function, or shutdown already under way */
+        roundtrim_py.Err_Clear();
+    return r != NULL;
+}
+
+/* atexit.register(on_interpreter_shutdown). A program that has not imported atexit does not find
+ * it in sys.modules afterwards either, from 3.10 on: its callbacks live in the interpreter, not in
+ * the module, and an import of its own makes the module anew. Before, they live in the module's
+ * state, which must stay where the interpreter finds it. GIL held. */
+static bool register_with_atexit(void)
+{
+    py_object *atexit = roundtrim_py_sys_module("atexit");
+    bool imported = false;
+    if (atexit) {
+        roundtrim_py.IncRef(atexit);
+    } else {
+        atexit = roundtrim_py.Import_ImportModule("atexit");
+        imported = atexit != NULL;
+    }
+    bool ok = atexit && register_barrier_with(atexit, "register");
+    if (imported && roundtrim_py.minor >= 10) {
+        py_object *modules = roundtrim_py.Sys_GetObject("modules");
+        if (modules && roundtrim_py.Dict_DelItemString(modules, "atexit") != 0)
+            roundtrim_py.Err_Clear();
+    }
+    if (atexit)
+        roundtrim_py.DecRef(atexit);
+    else
+        roundtrim_py.Err_Clear();
+    return ok;
+}
+
+/* threading's shutdown callbacks come first in a finalization, before the program's threads are
+ * joined; they refuse once threading's shutdown has begun, and a program may not have imported
+ * threading yet: atexit's callbacks, which still run before the interpreter finalizes, take the
+ * barrier then. */
+void roundtrim_py_exit_barrier_add(void)
+{
+    pthread_mutex_lock(&lock);
+    bool set = barrier == BARRIER_SET;
+    pthread_mutex_unlock(&lock);
+    if (set || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
+        return;
+    bool ok = register_barrier_with(roundtrim_py_sys_module("threading"), "_register_atexit");
+    if (!ok && roundtrim_py.hooks)
+        ok = register_with_atexit();
+    pthread_mutex_lock(&lock);
+    if (ok)
+        barrier = BARRIER_SET;
+    else if (barrier == BARRIER_ASKED)
+        barrier = BARRIER_REFUSED;
+    if (conds_ready)
+        pthread_cond_broadcast(&to_helper);
+    pthread_mutex_unlock(&lock);
+}
+
+/* The pending call that sets the barrier: run by the main thread between two bytecodes, or as
+ * the interpreter's finalization begins, with the GIL; the program's pending exception, if any,
+ * is left as it was. */
+static int barrier_call(void *unused)
+{
+    (void)unused;
+    struct roundtrim_py_err saved;
+    roundtrim_py_err_save(&saved);
+    roundtrim_py_exit_barrier_add();
+    roundtrim_py_err_restore(&saved);
+    return 0;
+}
+
+/* Called with the lock held, which it may release while it waits: whether the queued job may ask
+ * for the GIL, as far as the exit barrier goes. Before an interpreter's first job the main
+ * thread is asked to set it, and waited for, half the caller's wait for the GIL at most. A main
+ * thread that does not get to it meanwhile sits in C code, not finalizing: the job goes on, and
+ * sets the barrier itself. */
+static bool barrier_ready(void)
+{
+    if (barrier == BARRIER_SET || !roundtrim_py.hooks)
+        return true;
+    if (barrier != BARRIER_ASKED) {
+        barrier = BARRIER_ASKED;
+        pthread_mutex_unlock(&lock);
+        bool asked = roundtrim_py_running() && roundtrim_py.AddPendingCall(barrier_call, NULL) == 0;
+        pthread_mutex_lock(&lock);
+        if (!asked) {
+            if (barrier == BARRIER_ASKED)
+                barrier = BARRIER_NONE;
+            return true; /* not running (the caller sees it), or the queue full: as before */
+        }
+    }
+    struct timespec dl = roundtrim_deadline_ms(cur_gil_wait_ms / 2);
+    while (barrier == BARRIER_ASKED && state == QUEUED && !interp_ending && !exiting &&
+           !exec_begun && pthread_cond_timedwait(&to_helper, &lock, &dl) != ETIMEDOUT)
+        ;
+    if (barrier == BARRIER_REFUSED) {
+        barrier = BARRIER_NONE; /* asked again at the next job */
+        return false;
+    }
+    return true;
 }
 
 /* CPython ended the helper inside PyGILState_Ensure (pthread_exit: it asked for the GIL while the
@@ -182,7 +279,7 @@ static int ensure_or_end(void)
  * interpreter an embedder starts, holding a thread state of the old one. */
 static bool take_gil(int *gs)
 {
-    bool can = !interp_ending && !exiting;
+    bool can = barrier_ready() && state == QUEUED && !interp_ending && !exiting;
     pthread_mutex_unlock(&lock);
     can = can && roundtrim_py_running();
     if (can)
@@ -222,7 +319,7 @@ static void serve_one(void)
     if (!why && !roundtrim_py_running())
         why = RT_SKIP_finalizing;
     if (!why) {
-        add_shutdown_hook();
+        roundtrim_py_exit_barrier_add();
         uint64_t cpu0 = roundtrim_thread_cpu_us();
         why = cur_job(&result);
         __atomic_add_fetch(&jobs_cpu_us, roundtrim_thread_cpu_us() - cpu0, __ATOMIC_RELAXED);
@@ -325,6 +422,7 @@ enum roundtrim_skip roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim
         return RT_SKIP_thread_failed;
     }
     cur_job = job;
+    cur_gil_wait_ms = gil_wait_ms;
     cur_why = RT_SKIP_NONE;
     state = QUEUED;
     pthread_cond_signal(&to_helper);
@@ -355,8 +453,10 @@ void roundtrim_py_gil_exiting(void)
 {
     pthread_mutex_lock(&lock);
     exiting = true;
-    if (conds_ready)
+    if (conds_ready) {
         pthread_cond_broadcast(&to_caller);
+        pthread_cond_broadcast(&to_helper); /* a helper waiting for the barrier gives up */
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -371,8 +471,10 @@ void roundtrim_py_gil_exec(bool begun)
         roundtrim_sleep_us(100);
     }
     exec_begun = begun;
-    if (begun && conds_ready)
+    if (begun && conds_ready) {
         pthread_cond_broadcast(&to_caller);
+        pthread_cond_broadcast(&to_helper);
+    }
     pthread_mutex_unlock(&lock);
 }
 
@@ -402,6 +504,8 @@ void roundtrim_py_gil_fork_child(void)
     helper_started = false;
     state = IDLE;
     exiting = false; /* the child inherits the parent's threading module, our hook included */
+    if (barrier != BARRIER_SET) /* the parent's request is not the child's to wait for */
+        barrier = BARRIER_NONE;
     interp_ending = false;
     exec_begun = false;
 }

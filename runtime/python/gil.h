@@ -45,15 +45,24 @@ enum roundtrim_skip roundtrim_py_with_gil(roundtrim_py_job job, struct roundtrim
 void roundtrim_py_gil_exiting(void);
 
 /* The interpreter is about to finalize: called on the thread that finalizes it, holding the GIL
- * (threading's shutdown callbacks, an embedder's Py_FinalizeEx). No job starts in it any more
- * (finalizing), and a job queued, waiting for the GIL or running is waited for (10 s at most),
- * the GIL released meanwhile: no helper may still wait for the GIL once finalization begins. */
+ * (the exit barrier, from threading's or atexit's callbacks; an embedder's Py_FinalizeEx). No job
+ * starts in it any more (finalizing), and a job queued, waiting for the GIL or running is waited
+ * for (10 s at most), the GIL released meanwhile: no helper may still wait for the GIL once
+ * finalization begins. */
 void roundtrim_py_gil_interpreter_ending(void);
 
 /* No interpreter runs (Py_FinalizeEx returned, or Py_IsInitialized says none): the next one an
- * embedder starts gets jobs again, and the shutdown hook is registered in it anew. Does nothing
+ * embedder starts gets jobs again, and the exit barrier is registered in it anew. Does nothing
  * while a job is still out. */
 void roundtrim_py_gil_interpreter_ended(void);
+
+/* Registers the exit barrier of the running interpreter, once: a callback of its shutdown that
+ * makes it wait for a job out before it finalizes (roundtrim_py_gil_interpreter_ending). Without
+ * it, an interpreter may finalize while the helper is inside PyGILState_Ensure, which then takes
+ * runtime locks already freed and the process dies. Called with the GIL held, in the main
+ * interpreter: by the round hooks' audit hook as the program starts, and by every job. A job
+ * that finds no barrier first asks the main thread for it (a pending call). */
+void roundtrim_py_exit_barrier_add(void);
 
 /* How many times an interpreter was seen gone: what was read of an older one (its gc statistics)
  * is not the current one's. */

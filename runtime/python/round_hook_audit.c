@@ -5,6 +5,7 @@
 #include "runtime/core/settings.h"
 #include "runtime/python/api.h"
 #include "runtime/python/audit_entry.h"
+#include "runtime/python/gil.h"
 #include "runtime/python/round_hook_bind.h"
 #include "runtime/python/round_hook_table.h"
 
@@ -107,6 +108,22 @@ static void watch_body(py_object *args)
 
 /* ---- the audit hook ---------------------------------------------------------------------- */
 
+/* The interpreter's exit barrier (runtime/python/gil.h), registered at the program's first run,
+ * import or exec event once the interpreter is up: long before a round needs a Python job, from
+ * a thread that holds the GIL anyway. Tried once per interpreter. */
+static void exit_barrier_early(void)
+{
+    static unsigned tried; /* the generation, plus one, of the interpreter it was tried in */
+    unsigned gen = roundtrim_py_gil_generation() + 1;
+    if (tried == gen || !P.IsInitialized() || !roundtrim_py_in_main_interpreter())
+        return;
+    tried = gen;
+    struct roundtrim_py_err saved;
+    enter(&saved);
+    roundtrim_py_exit_barrier_add();
+    leave(&saved);
+}
+
 enum event_kind { EV_OTHER, EV_EXEC, EV_IMPORT, EV_RUN, EV_CLEAR };
 
 static enum event_kind classify(const char *event)
@@ -138,6 +155,8 @@ static int audit_hook(const char *event, py_object *args, void *user)
     }
     if (!__atomic_load_n(&hook_live, __ATOMIC_RELAXED))
         return 0;
+    if (kind != EV_OTHER && !busy)
+        exit_barrier_early();
     /* Any event may follow the def of a function of the main program; other events matter only
      * to modules being imported. */
     if (kind == EV_OTHER && !HOOKS.main_pending)
@@ -167,6 +186,7 @@ static int late_start(void *unused)
     enter(&saved);
     if (P.Sys_AddAuditHook(audit_hook, NULL) == 0)
         __atomic_store_n(&hook_live, true, __ATOMIC_RELAXED);
+    roundtrim_py_exit_barrier_add();
     roundtrim_py_hook_attach_ready(false);
     leave(&saved);
     return 0;
