@@ -4,6 +4,7 @@
 
 #include "runtime/alloc/heap_parts.h"
 #include "runtime/alloc/thread_counters.h"
+#include "runtime/core/pages_resident.h"
 #include "runtime/core/proc_mem.h"
 #include "runtime/cuda/track.h"
 #include "runtime/python/arenas.h"
@@ -82,16 +83,27 @@ void roundtrim_memory_parts_read(struct roundtrim_memory_parts *m,
         skip(m, RT_PART_OTHER_ANON, why);
         skip(m, RT_PART_FILE, why);
         skip(m, RT_PART_SHMEM, why);
+        skip(m, RT_PART_ROUNDTRIM, why);
     } else {
         m->value[RT_PART_FILE] = st.file;
         m->value[RT_PART_SHMEM] = st.shmem;
+        /* roundtrim's own pages are anonymous too: the sampler's tables grow as sites are found,
+         * which is no growth of the program's. */
+        uint64_t own = 0;
+        if (roundtrim_pages_resident(&own)) {
+            own = own < st.anon ? own : st.anon;
+            m->value[RT_PART_ROUNDTRIM] = own;
+        } else {
+            own = 0; /* left in other_anon, as a program's mmap would be */
+            skip(m, RT_PART_ROUNDTRIM, RT_SKIP_pagemap_unreadable);
+        }
         /* The rest of the anonymous memory; the parts it is taken from must all be known. A
          * process without Python has no arenas: 0 is then exact. */
         enum roundtrim_skip why = m->part_skipped[RT_PART_HEAP_LIVE]   ? RT_SKIP_heap_live_unknown
                                   : m->part_skipped[RT_PART_HEAP_FREE] ? RT_SKIP_heap_free_unknown
                                   : py_why && py_why != RT_SKIP_no_python ? RT_SKIP_python_unknown
                                                                           : RT_SKIP_NONE;
-        uint64_t known = m->value[RT_PART_HEAP_LIVE] + m->value[RT_PART_HEAP_FREE] + py;
+        uint64_t known = m->value[RT_PART_HEAP_LIVE] + m->value[RT_PART_HEAP_FREE] + py + own;
         if (why)
             skip(m, RT_PART_OTHER_ANON, why);
         else

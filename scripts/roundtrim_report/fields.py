@@ -106,6 +106,8 @@ MEMORY_FIELDS = (
     ("file_skipped", "text", "", "file is null"),
     ("shmem", "number_or_null", "bytes", "always (null with shmem_skipped)"),
     ("shmem_skipped", "text", "", "shmem is null"),
+    ("roundtrim", "number_or_null", "bytes", "always (null with roundtrim_skipped)"),
+    ("roundtrim_skipped", "text", "", "roundtrim is null"),
     ("device_live", "number_or_null", "bytes", "always (null with device_live_skipped)"),
     ("device_live_skipped", "text", "", "device_live is null"),
     ("device_cached", "number_or_null", "bytes", "always (null with device_cached_skipped)"),
@@ -195,6 +197,7 @@ SKIP_REASONS = {
     "python_found_late": "Python was loaded before roundtrim: its arenas were not seen from "
                          "the start",
     "status_unreadable": "/proc/self/status could not be read",
+    "pagemap_unreadable": "/proc/self/pagemap could not be read",
     "kernel_without_rss_parts": "the kernel does not split RSS into RssAnon, RssFile and "
                                 "RssShmem",
     "heap_live_unknown": "heap_live is not known, so the rest cannot be told",
@@ -273,6 +276,7 @@ MEM_PARTS = (
     ("other_anon", True, "other anonymous"),
     ("file", True, "file-backed"),
     ("shmem", True, "shared"),
+    ("roundtrim", True, "roundtrim's own"),
     ("device_live", False, "device live"),
     ("device_cached", False, "device cached"),
 )
@@ -285,6 +289,7 @@ DIAG_PARTS = (
     "other_anon",
     "file",
     "shmem",
+    "roundtrim",
     "device_live",
     "device_cached",
 )

@@ -21,7 +21,8 @@ MAX_TICKS = 12  # round labels on a chart's axis
 # The stacked parts of RSS (the resident ones of the round record's memory object), each with its
 # colour; a part without one is drawn in grey.
 PART_COLOURS = {"heap_live": "#3b6ea8", "heap_free": "#e39b2d", "python": "#5aa05a",
-                "other_anon": "#9a6fb0", "file": "#9c9c9c", "shmem": "#c9c9c9"}
+                "other_anon": "#9a6fb0", "file": "#9c9c9c", "shmem": "#c9c9c9",
+                "roundtrim": "#d9c36a"}
 PARTS = tuple(("mem_" + part, words, PART_COLOURS.get(part, "#b0b0b0"))
               for part, resident, words in MEM_PARTS if resident)
 UNMEASURED = "#dcdcdc"  # a round whose memory was not broken down: its RSS alone

@@ -76,7 +76,8 @@ def test_the_parts_of_memory_add_up_to_rss_and_say_what_was_not_measured(run_shi
     res = native(run_shim, "leak", rounds=4)
     for rec in res.rounds:
         m = rec["memory"]
-        host = sum(m[k] for k in ("heap_live", "heap_free", "other_anon", "file", "shmem"))
+        host = sum(m[k] for k in ("heap_live", "heap_free", "other_anon", "file", "shmem",
+                                  "roundtrim"))
         # other_anon is what is left of RssAnon: the parts add up to VmRSS exactly, unless the
         # live heap holds pages never touched (it does not here)
         assert abs(host - m["rss"]) <= 64 * 1024, m
@@ -95,6 +96,18 @@ def test_pymalloc_arenas_are_the_python_part_not_other_memory(run_shim):
     grew = last["python"] - first["python"]
     assert grew >= 4 * 4 * MiB, (first, last)
     assert last["other_anon"] - first["other_anon"] < 2 * MiB, (first, last)
+
+
+def test_the_samplers_own_tables_are_roundtrims_part_not_the_programs(run_shim):
+    """With sites sampled from the start, the sampler's tables grow as it finds sites: that is
+    roundtrim's own part, never the program's memory outside the heap (a wrong cause)."""
+    res = python(run_shim, "leak", rounds=14, ROUNDTRIM_SITES="true")
+    mems = [r["memory"] for r in res.rounds]
+    assert mems[-1]["roundtrim"] >= 256 * 1024, mems[-1]
+    assert mems[-1]["roundtrim"] > mems[1]["roundtrim"], (mems[1], mems[-1])
+    assert mems[-1]["other_anon"] - mems[1]["other_anon"] < 256 * 1024, (mems[1], mems[-1])
+    diag = [r for r in res.records if r.get("event") == "diagnosis"][-1]
+    assert diag["cause"] == "leak" and set(diag["shares"]) == {"leak"}, diag
 
 
 def test_a_round_recorded_during_exit_measures_nothing(run_shim, tmp_path):

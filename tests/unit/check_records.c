@@ -66,18 +66,19 @@ START_TEST(round_record_has_every_key_in_order)
     char buf[2048];
     size_t n = roundtrim_round_record_format(&r, buf, sizeof buf);
     ck_assert_uint_eq(n, strlen(buf));
-    ck_assert_str_eq(buf, "{\"event\":\"round\",\"pid\":42,\"round\":7,\"ts\":1700000000.250,"
-                          "\"source\":\"signal\",\"malloc_calls\":10,\"free_calls\":9,"
-                          "\"malloc_bytes\":1000,\"free_bytes\":900,\"heap_live\":5000,"
-                          "\"rss_before\":300,\"rss_after\":200,\"rss_peak\":400,"
-                          "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
-                          "\"other_anon\":0,\"file\":0,\"shmem\":0,\"device_live\":0,"
-                          "\"device_cached\":0,\"over_rss\":0,\"read_us\":0},"
-                          "\"mem_headroom_skipped\":\"limit_unread\","
-                          "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"round_us\":0,"
-                          "\"cleanup_cpu_us\":0,\"cleanup_cpu_percent\":null,\"trim_us\":5,"
-                          "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
-                          "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
+    ck_assert_str_eq(buf,
+                     "{\"event\":\"round\",\"pid\":42,\"round\":7,\"ts\":1700000000.250,"
+                     "\"source\":\"signal\",\"malloc_calls\":10,\"free_calls\":9,"
+                     "\"malloc_bytes\":1000,\"free_bytes\":900,\"heap_live\":5000,"
+                     "\"rss_before\":300,\"rss_after\":200,\"rss_peak\":400,"
+                     "\"memory\":{\"rss\":0,\"heap_live\":0,\"heap_free\":0,\"python\":0,"
+                     "\"other_anon\":0,\"file\":0,\"shmem\":0,\"roundtrim\":0,\"device_live\":0,"
+                     "\"device_cached\":0,\"over_rss\":0,\"read_us\":0},"
+                     "\"mem_headroom_skipped\":\"limit_unread\","
+                     "\"cleanup\":[\"gc\",\"trim\"],\"cleanup_us\":12,\"round_us\":0,"
+                     "\"cleanup_cpu_us\":0,\"cleanup_cpu_percent\":null,\"trim_us\":5,"
+                     "\"trim_released_bytes\":0,\"gc_collected\":3,\"gc_freed_bytes\":0,"
+                     "\"gc_us\":6,\"allocator\":\"glibc\"}\n");
 }
 END_TEST
 
@@ -433,7 +434,7 @@ START_TEST(memory_parts_and_action_yields)
     ck_assert_ptr_nonnull(strstr(buf,
                                  "\"memory\":{\"rss\":1000,\"heap_live\":0,\"heap_free\":10,"
                                  "\"python\":null,\"python_skipped\":\"no_python\","
-                                 "\"other_anon\":30,\"file\":40,\"shmem\":50,"
+                                 "\"other_anon\":30,\"file\":40,\"shmem\":50,\"roundtrim\":60,"
                                  "\"device_live\":null,\"device_live_skipped\":\"no_cuda\","
                                  "\"device_cached\":null,\"device_cached_skipped\":\"no_cuda\","
                                  "\"over_rss\":0,\"read_us\":0}"));
