@@ -110,10 +110,15 @@ class Kept:
 
 
 # What the report says instead of the advice's sentence on sampled sites (the record's
-# advice_sites) when none of the sampled sites grows.
+# advice_sites) when none of the sampled sites grows, and when too few sites records are there
+# yet to tell (sampling started late, or the process ended soon after).
 SITES_NONE = ("No sampled site grows over the last rounds with sites records: the growth is in "
               "allocations too small or too rare for the sampling interval to catch so far "
               "(ROUNDTRIM_SITES_SAMPLE sets it), or outside the heap's counters.")
+SITES_TOO_FEW = ("Allocation sites are sampled{since}, but a site's trend needs "
+                 f"{roundtrim_sites.MIN_POINTS} rounds with sites records and this process has "
+                 "{have} so far: roundtrim report --sites LOG names the code that allocates the "
+                 "growth once it has them.")
 
 
 def _whole(v):
@@ -316,10 +321,15 @@ def diagnosis_of(proc, resolver):
             since = records[-1].get("sampling_since") if records else None
             if isinstance(since, int) and not isinstance(since, bool) and since > 0:
                 d["sites_since"] = since  # started by itself: sites hold what came since
-            if not d["sites"]:
+            have = len(records[-roundtrim_sites.DEFAULT_LAST:])
+            if have < roundtrim_sites.MIN_POINTS:
+                d["sites_skipped"] = "too_few_sites_records"
+                d["sites_records"] = have
+            elif not d["sites"]:
                 d["sites_skipped"] = "no_growing_site"
+            if not d["sites"]:
                 # The records say otherwise than the advice's sentence on sampled sites.
-                d["advice"] = advice_without_sampled_sites(d)
+                d["advice"] = advice_without_sampled_sites(d, d["sites_skipped"], have)
         else:
             d["sites"] = []
             d["sites_skipped"] = "sampling_off"
@@ -372,17 +382,24 @@ def window_words(d):
     return f"rounds {d.get('first_round')}-{d.get('last_round')}"
 
 
-def advice_without_sampled_sites(d):
+def advice_without_sampled_sites(d, skipped="no_growing_site", have=0):
     """The advice with its sentence on sampled sites, where the record's advice_sites puts it,
-    replaced by what the sites records show: no site grows. As it is without that sentence (an
-    older library's record says nothing of where it is)."""
+    replaced by what the sites records show: no site grows (skipped "no_growing_site"), or too
+    few records, `have`, to tell yet ("too_few_sites_records"). As it is without that sentence
+    (an older library's record says nothing of where it is)."""
     advice, said = d.get("advice"), d.get("advice_sites")
     if not isinstance(advice, str) or not isinstance(said, dict) or said.get("said") != SITES_SAMPLED:
         return advice
     at, length = said.get("at"), said.get("length")
     if not _whole(at) or not _whole(length) or at + length > len(advice):
         return advice
-    return advice[:at] + SITES_NONE + advice[at + length:]
+    if skipped == "too_few_sites_records":
+        since = d.get("sites_since")
+        sentence = SITES_TOO_FEW.format(
+            since=f" from round {since}" if _whole(since) and since else "", have=have)
+    else:
+        sentence = SITES_NONE
+    return advice[:at] + sentence + advice[at + length:]
 
 
 def forecast_line(d):
@@ -506,6 +523,9 @@ def text_parts(d):
             lines.append(f"        {frame}")
     if d.get("sites_skipped") == "no_growing_site":
         lines.append("    no sampled site grows over the last rounds with sites records")
+    elif d.get("sites_skipped") == "too_few_sites_records":
+        lines.append(f"    sites: a trend needs {roundtrim_sites.MIN_POINTS} rounds with sites "
+                     f"records; this process has {d.get('sites_records')}")
     if d.get("computed_by") == "report":
         lines.append("    (the process wrote no diagnosis for these rounds: the report computed "
                      "it from its round records with the library's code)")

@@ -135,8 +135,11 @@ def same_advice(computed, record):
     a = computed.get("advice")
     if a == record.get("advice"):
         return True
-    return computed.get("sites_skipped") == "no_growing_site" and \
-        a == report_diagnosis.advice_without_sampled_sites(record)
+    skipped = computed.get("sites_skipped")
+    return skipped in ("no_growing_site", "too_few_sites_records") and \
+        a == report_diagnosis.advice_without_sampled_sites(
+            dict(record, sites_since=computed.get("sites_since")), skipped,
+            computed.get("sites_records", 0))
 
 
 def misses(got):

@@ -371,12 +371,16 @@ def test_the_report_computes_the_library_s_verdict_from_the_round_records(run_sh
     assert computed.pop("computed_by") == "report"
     for key in ("event", "pid", "ts"):
         own.pop(key)
-    if computed.get("sites_skipped") == "no_growing_site":
+    skipped = computed.get("sites_skipped")
+    if skipped in ("no_growing_site", "too_few_sites_records"):
         # Sampling started by itself at the verdict; where no sampled site grows (a buffer's
-        # pages filled), the report says so instead of pointing at the sites, as it documents.
-        # The record's advice_sites says where that sentence stands.
-        assert computed["advice"] == report_diagnosis.advice_without_sampled_sites(own), \
-            computed["advice"]
+        # pages filled), or too few sites records tell yet, the report says so instead of
+        # pointing at the sites, as it documents. The record's advice_sites says where that
+        # sentence stands.
+        want = report_diagnosis.advice_without_sampled_sites(
+            dict(own, sites_since=computed.get("sites_since")), skipped,
+            computed.get("sites_records", 0))
+        assert computed["advice"] == want, computed["advice"]
         computed["advice"] = own["advice"]
     assert {k: computed[k] for k in own} == own
     assert set(own) <= set(shown), sorted(set(own) - set(shown))
@@ -585,9 +589,13 @@ def test_a_warm_up_is_no_leak_and_a_late_leak_is_found_once_it_persists(run_shim
     assert final["cause"] == "leak" and final["growing_since"] >= 14, final
 
 
-def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(tmp_path):
+@pytest.mark.parametrize("with_sites", [6, 1], ids=["sites records enough", "one sites record"])
+def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(tmp_path,
+                                                                              with_sites):
     """The advice of a process that sampled sites says the sites records name the code; where
-    none of its sampled sites grows, the report says that instead."""
+    none of its sampled sites grows, the report says that instead, and where too few sites
+    records are there to tell (sampling started late), that: never that the allocations are
+    too small to catch."""
     log = tmp_path / "rt.jsonl"
     site = {"site": "00000000000000c7", "round_live_bytes": 0, "live_bytes": 4 * MiB,
             "alloc_bytes": 8 * MiB, "free_bytes": 4 * MiB,
@@ -598,10 +606,11 @@ def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(t
         lines.append({"event": "round", "pid": 7, "round": n, "ts": 1700000000.0 + n,
                       "source": "call", "rss_before": 100 * MiB, "rss_after": 100 * MiB,
                       "rss_peak": 100 * MiB, "allocator": "glibc"})
-        lines.append({"event": "sites", "pid": 7, "round": n, "t": 1700000000.0 + n,
-                      "sample_bytes": 524288, "samples": 10 * n, "samples_live": 4,
-                      "samples_dropped": 0, "sites": 1, "sites_dropped": 0,
-                      "python_frames_skipped": None, "round_live": [], "live": [site]})
+        if n > 6 - with_sites:
+            lines.append({"event": "sites", "pid": 7, "round": n, "t": 1700000000.0 + n,
+                          "sample_bytes": 524288, "samples": 10 * n, "samples_live": 4,
+                          "samples_dropped": 0, "sites": 1, "sites_dropped": 0,
+                          "python_frames_skipped": None, "round_live": [], "live": [site]})
     # The sentence is found where advice_sites says, whatever its words (here none the library
     # writes), and the rest of the advice stays.
     first, sampled, last = ("Live memory grows 64 KiB per round. ", "Sampled sites: see them.",
@@ -616,9 +625,17 @@ def test_a_leak_whose_sampled_sites_do_not_grow_is_not_told_they_name_the_code(t
     log.write_text("".join(json.dumps(l) + "\n" for l in lines))
     (proc,) = report_json(log)
     d = proc["diagnosis"]
+    assert d["advice"].endswith(last) and sampled not in d["advice"], d
+    if with_sites == 1:
+        assert d["sites"] == [] and d["sites_skipped"] == "too_few_sites_records", d
+        assert d["sites_records"] == 1, d
+        assert d["advice"].startswith(first + "Allocation sites are sampled, but a site's trend "
+                                      "needs 3 rounds with sites records and this process "
+                                      "has 1 so far"), d
+        assert "too small" not in d["advice"], d
+        return
     assert d["sites"] == [] and d["sites_skipped"] == "no_growing_site", d
     assert d["advice"].startswith(first + "No sampled site grows"), d
-    assert d["advice"].endswith(last) and sampled not in d["advice"], d
 
 
 def test_a_log_without_breakdown_says_what_it_cannot_tell(tmp_path):
