@@ -165,6 +165,8 @@ void roundtrim_option_default_text(const struct roundtrim_option *o, char *buf, 
 {
     if (o->server_default)
         snprintf(buf, len, "%s (client), %s (server)", o->default_value, o->server_default);
+    else if (o->default_value && o->unset_note)
+        snprintf(buf, len, "%s (left unset, %s)", o->default_value, o->unset_note);
     else if (o->default_value && o->default_note)
         snprintf(buf, len, "%s (%s)", o->default_value, o->default_note);
     else if (o->default_value)
@@ -179,6 +181,8 @@ static void used_text(const struct roundtrim_option *o, enum roundtrim_role role
 {
     if (o->server_default)
         snprintf(buf, len, "%s (%s role default)", default_for(o, role), roundtrim_role_name(role));
+    else if (o->unset_note)
+        snprintf(buf, len, "it as if unset (%s)", o->unset_note);
     else
         roundtrim_option_default_text(o, buf, len);
 }

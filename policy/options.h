@@ -60,6 +60,10 @@ struct roundtrim_option {
     const char *default_value;
     const char *server_default;
     const char *default_note; /* what the default means ("off"), shown after it; or NULL */
+    /* What leaving the option unset does, where that is not what setting default_value does
+     * (ROUNDTRIM_SITES: unset lets sampling start by itself, false never); or NULL. A bad value
+     * is taken as unset: its warning says this, not default_value. */
+    const char *unset_note;
     /* glibc's own setting of the same knob, which wins when set (the value is then 0), or NULL */
     const char *glibc_variable, *glibc_tunable;
     const char *meaning;

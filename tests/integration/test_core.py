@@ -6,6 +6,7 @@ import shutil
 import signal
 import statistics
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -449,3 +450,19 @@ def test_the_programs_mmap_threshold_is_glibcs_own(run_shim):
     assert res.returncode == 0, res.stderr
     assert json.loads(bare.stdout) == {"mapped": 1}
     assert res.stdout_json()[0] == {"mapped": 1}
+
+
+def test_bad_sites_value_says_it_is_taken_as_unset_and_sampling_still_starts(run_shim):
+    """ROUNDTRIM_SITES unset lets sampling start by itself at a verdict of growth, false never:
+    a bad value is taken as unset, and its warning says so, not "false"."""
+    argv = [PYTHON, Path(__file__).resolve().parents[1] / "python" / "diag_rounds.py", "leak",
+            "14"]
+    bad = run_shim(argv, env={"ROUNDTRIM_SITES": "maybe", "ROUNDTRIM_CLEANUP_BUDGET": "0"})
+    assert bad.returncode == 0, bad.stderr
+    assert [l for l in bad.stderr.splitlines() if l.startswith("roundtrim:")] == [
+        "roundtrim: ROUNDTRIM_SITES=maybe is not valid (expected true or false); using it as if "
+        "unset (sampling still starts once the live heap grows; set false, never)"]
+    assert any(r.get("event") == "sites" for r in bad.records)
+    off = run_shim(argv, env={"ROUNDTRIM_SITES": "false", "ROUNDTRIM_CLEANUP_BUDGET": "0"})
+    assert off.returncode == 0 and "roundtrim:" not in off.stderr, off.stderr
+    assert not any(r.get("event") == "sites" for r in off.records)
