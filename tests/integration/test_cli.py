@@ -280,6 +280,19 @@ def test_run_jemalloc_goes_after_the_library_with_decay_defaults(tmp_path):
     assert stand_in in r.stdout.splitlines()[0]
 
 
+@pytest.mark.parametrize("value", ["maybe", "2", "on\tdemand"])
+def test_run_bad_nvflare_jemalloc_switch_warns_once_and_leaves_jemalloc_out(tmp_path, value):
+    stand_in = libc_path()
+    env = clean_env(ROUNDTRIM_JEMALLOC_PATHS=stand_in, NVFLARE_ENABLE_JEMALLOC_PRELOAD=value)
+    r = roundtrim("run", "sh", "-c", 'printf "%s\\n" "$LD_PRELOAD"', env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(LIB.resolve())]
+    shown = value.replace("\t", "?")
+    assert r.stderr.splitlines() == [
+        f"roundtrim: NVFLARE_ENABLE_JEMALLOC_PRELOAD={shown} is not valid (expected true or "
+        "false); using false"]
+
+
 @pytest.mark.skipif(not Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2").exists()
                     and not Path("/usr/lib/aarch64-linux-gnu/libjemalloc.so.2").exists(),
                     reason="the system jemalloc (libjemalloc2) is not installed")
