@@ -9,6 +9,7 @@
 #include "runtime/alloc/thread_counters.h"
 #include "runtime/core/fd_guard.h"
 #include "runtime/boundary/boundary.h"
+#include "runtime/core/proc_mem.h"
 #include "runtime/core/settings.h"
 #include "runtime/core/stderr_hold.h"
 #include "runtime/core/vm_child.h"
@@ -108,6 +109,7 @@ bool roundtrim_lifecycle_start(void)
     roundtrim_allocator_detect();
     roundtrim_allocator_tune(config);
     roundtrim_worker_init();
+    roundtrim_cgroup_dir_in_use(config->cgroup_dir); /* a bad one is said at start */
     if (config->sites)
         start_sampler();
     roundtrim_log_set_first_record(roundtrim_start_record_format);

@@ -8,6 +8,7 @@
 #include "policy/procfs.h"
 #include "runtime/core/fd_guard.h"
 #include "runtime/core/safe_file.h"
+#include "runtime/core/settings.h"
 
 bool roundtrim_read_file(const char *path, char *buf, size_t cap)
 {
@@ -107,6 +108,42 @@ static uint64_t inactive_file(const char *dir)
         !roundtrim_parse_stat_field(buf, "inactive_file", &v))
         roundtrim_parse_stat_field(buf, "total_inactive_file", &v);
     return v;
+}
+
+const char *roundtrim_cgroup_dir_in_use(const char *named)
+{
+    static int state; /* 0: not looked at yet, 1: usable, 2: not */
+    if (!named)
+        return NULL;
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (!s) {
+        uint64_t v;
+        bool usable = read_number_file(named, "memory.current", false, &v) ||
+                      read_number_file(named, "memory.usage_in_bytes", false, &v) ||
+                      read_number_file(named, "memory.max", true, &v) ||
+                      read_number_file(named, "memory.limit_in_bytes", true, &v);
+        int expected = 0;
+        s = usable ? 1 : 2;
+        if (__atomic_compare_exchange_n(&state, &expected, s, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            if (!usable) {
+                char shown[84], text[320];
+                size_t n = 0;
+                for (; named[n] && n < 80; n++) /* the start of it, printable */
+                    shown[n] = named[n] >= 0x20 && named[n] < 0x7f ? named[n] : '?';
+                snprintf(shown + n, sizeof shown - n, "%s", named[n] ? "..." : "");
+                snprintf(text, sizeof text,
+                         "ROUNDTRIM_CGROUP_DIR=%s holds no readable memory.current, memory.max, "
+                         "memory.usage_in_bytes or memory.limit_in_bytes; using the default (the "
+                         "process's cgroup, from /proc/self/cgroup)",
+                         shown);
+                roundtrim_warn(text);
+            }
+        } else {
+            s = expected;
+        }
+    }
+    return s == 1 ? named : NULL;
 }
 
 void roundtrim_mem_limit_read(const char *cgroup_dir, struct roundtrim_mem_limit *out)

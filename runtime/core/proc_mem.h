@@ -38,6 +38,11 @@ struct roundtrim_mem_limit {
     enum roundtrim_headroom_of headroom_of;
 };
 
+/* ROUNDTRIM_CGROUP_DIR as it is used: the directory named, when it holds a memory controller's
+ * files; else NULL (the process's own cgroup, found in /proc/self/cgroup), said once in a warning
+ * line. Looked at once, on the first call. */
+const char *roundtrim_cgroup_dir_in_use(const char *named);
+
 /* The limit that applies to this process: the cgroup's when set, else MemTotal, and the
  * headroom left under it and under the machine's available memory. cgroup_dir may be NULL
  * (discover it from /proc/self/cgroup). Cheap: a few small file reads. */

@@ -51,7 +51,7 @@ void roundtrim_round_measure(struct roundtrim_round_record *r,
         r->heap_live_skipped = r->counts_skipped;
     }
     struct roundtrim_mem_limit lim;
-    roundtrim_mem_limit_read(roundtrim_config()->cgroup_dir, &lim);
+    roundtrim_mem_limit_read(roundtrim_cgroup_dir_in_use(roundtrim_config()->cgroup_dir), &lim);
     r->mem_limit = lim.limit;
     r->mem_limit_from_cgroup = lim.from_cgroup;
     r->mem_headroom = lim.headroom;

@@ -81,7 +81,7 @@ void roundtrim_round_sample(void)
         return;
     last_pressure_us = now;
     struct roundtrim_mem_limit lim;
-    roundtrim_mem_limit_read(cfg->cgroup_dir, &lim);
+    roundtrim_mem_limit_read(roundtrim_cgroup_dir_in_use(cfg->cgroup_dir), &lim);
     unsigned act = roundtrim_pressure_update(&pressure, cfg, lim.used, lim.limit, now / 1000);
     if (act & RT_PRESSURE_WARN)
         roundtrim_pressure_record(&lim, NULL);

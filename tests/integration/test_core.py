@@ -466,3 +466,27 @@ def test_bad_sites_value_says_it_is_taken_as_unset_and_sampling_still_starts(run
     off = run_shim(argv, env={"ROUNDTRIM_SITES": "false", "ROUNDTRIM_CLEANUP_BUDGET": "0"})
     assert off.returncode == 0 and "roundtrim:" not in off.stderr, off.stderr
     assert not any(r.get("event") == "sites" for r in off.records)
+
+
+def test_a_cgroup_dir_without_a_memory_controller_is_said_and_the_default_used(run_shim,
+                                                                                tmp_path):
+    """ROUNDTRIM_CGROUP_DIR naming a directory without the memory controller's files (a typo, a
+    path of another container): one warning line, and the process's own cgroup instead, never
+    a silent fall back to the machine's memory. One with the files is used, without a word."""
+    empty = tmp_path / "not-a-cgroup"
+    empty.mkdir()
+    bad = run_shim([prog("alloc_counts")], env={"ROUNDTRIM_CGROUP_DIR": str(empty)})
+    assert bad.returncode == 0, bad.stderr
+    assert [l for l in bad.stderr.splitlines() if l.startswith("roundtrim:")] == [
+        f"roundtrim: ROUNDTRIM_CGROUP_DIR={empty} holds no readable memory.current, memory.max, "
+        "memory.usage_in_bytes or memory.limit_in_bytes; using the default (the process's "
+        "cgroup, from /proc/self/cgroup)"]
+    assert bad.rounds
+    good = tmp_path / "cgroup"
+    good.mkdir()
+    (good / "memory.max").write_text(f"{1 << 30}\n")
+    (good / "memory.current").write_text(f"{100 << 20}\n")
+    ok = run_shim([prog("alloc_counts")], env={"ROUNDTRIM_CGROUP_DIR": str(good)})
+    assert ok.returncode == 0 and "roundtrim:" not in ok.stderr, ok.stderr
+    assert ok.rounds and all(r["mem_headroom_of"] == "cgroup" and r["cgroup_usage"] == 100 << 20
+                             for r in ok.rounds), ok.rounds
