@@ -76,6 +76,7 @@ static uint64_t prev_boundary_us;
 void roundtrim_round_clock_start(void)
 {
     prev_boundary_us = roundtrim_now_us();
+    roundtrim_round_sampling_round_done();
 }
 
 static uint64_t round_time_us(uint64_t mono_us)

@@ -25,12 +25,27 @@ static bool periodic_wanted(const struct roundtrim_config *cfg)
     return roundtrim_config_wants_sampling(cfg) || roundtrim_boundaries_seen() > 0;
 }
 
+/* Milliseconds until the next timer round is due (1 at least), or 0 without timer rounds. */
+static uint64_t timer_round_in_ms(const struct roundtrim_config *cfg)
+{
+    uint64_t last = __atomic_load_n(&last_round_us, __ATOMIC_RELAXED);
+    if (cfg->interval_s == 0 || last == 0)
+        return 0;
+    uint64_t due = last + cfg->interval_s * 1000000u, now = roundtrim_now_us();
+    return due > now + 1000 ? (due - now + 999) / 1000 : 1;
+}
+
 uint64_t roundtrim_round_sample_period_ms(void)
 {
     const struct roundtrim_config *cfg = roundtrim_config();
     uint64_t ms = 0;
-    if (periodic_wanted(cfg))
+    if (periodic_wanted(cfg)) {
         ms = cfg->sample_ms;
+        /* The timer's round on time, not at the sample after it. */
+        uint64_t timer_ms = timer_round_in_ms(cfg);
+        if (timer_ms && timer_ms < ms)
+            ms = timer_ms;
+    }
     if (!cfg->peak_reset && roundtrim_rss_peak_sampling() &&
         (ms == 0 || ms > ROUNDTRIM_PEAK_SAMPLE_MS))
         ms = ROUNDTRIM_PEAK_SAMPLE_MS;
@@ -68,10 +83,11 @@ void roundtrim_round_sample(void)
     if (!periodic_wanted(cfg))
         return;
     uint64_t now = roundtrim_now_us();
-    if (last_round_us == 0)
-        last_round_us = now; /* the first timer round is one interval after sampling starts */
-    if (cfg->interval_s > 0 && now - last_round_us >= cfg->interval_s * 1000000u) {
-        last_round_us = now;
+    uint64_t last = __atomic_load_n(&last_round_us, __ATOMIC_RELAXED);
+    if (last == 0) /* not started with the library (an embedder's late load) */
+        __atomic_store_n(&last_round_us, last = now, __ATOMIC_RELAXED);
+    if (cfg->interval_s > 0 && now - last >= cfg->interval_s * 1000000u) {
+        __atomic_store_n(&last_round_us, now, __ATOMIC_RELAXED);
         roundtrim_boundary(ROUNDTRIM_SRC_TIMER);
         roundtrim_round_run_pending();
     }
@@ -89,14 +105,15 @@ void roundtrim_round_sample(void)
         pressure_cleanup(&lim);
 }
 
+/* Also at the library's start: the first timer round is one interval after it. */
 void roundtrim_round_sampling_round_done(void)
 {
-    last_round_us = roundtrim_now_us();
+    __atomic_store_n(&last_round_us, roundtrim_now_us(), __ATOMIC_RELAXED);
 }
 
 void roundtrim_round_sampling_fork_child(void)
 {
     memset(&pressure, 0, sizeof pressure);
-    last_round_us = roundtrim_now_us();
+    __atomic_store_n(&last_round_us, roundtrim_now_us(), __ATOMIC_RELAXED);
     last_pressure_us = 0;
 }

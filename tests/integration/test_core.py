@@ -328,6 +328,16 @@ def test_sampling_worker_marks_timer_rounds(run_shim):
     assert [r["source"] for r in res.rounds] == ["timer", "timer"]
 
 
+def test_timer_rounds_are_not_held_to_a_longer_sample_period(run_shim):
+    """A round every second, memory sampled every 10 s: the timer's rounds still come each
+    second from the start, not at the samples (which would give none in 3.5 s)."""
+    res = run_shim(["/bin/sleep", "3.5"], env={"ROUNDTRIM_INTERVAL_S": "1",
+                                                "ROUNDTRIM_SAMPLE_MS": "10000"})
+    assert res.returncode == 0
+    sources = [r["source"] for r in res.rounds]
+    assert 2 <= len(sources) <= 3 and set(sources) == {"timer"}, sources
+
+
 UNMODIFIED = [
     [PYTHON, "-c", "import json,sys; print(json.dumps(sorted(sys.modules)[:5])); print(sum(range(10**5)))"],
     ["perl", "-e", "my %h = map { $_ => $_*2 } 1..10000; print scalar(keys %h), qq{\\n}"],
