@@ -359,7 +359,7 @@ static void fmt_bytes(char *out, size_t cap, double b)
     double a = b < 0 ? -b : b;
     if (a >= (double)(1ull << 30))
         snprintf(out, cap, "%.2f GiB", b / (double)(1ull << 30));
-    else if (a >= (double)(1 << 20))
+    else if (a >= 1000.0 * 1024) /* never "1024 KiB" */
         snprintf(out, cap, "%.1f MiB", b / (double)(1 << 20));
     else
         snprintf(out, cap, "%.0f KiB", b / 1024.0);

@@ -66,6 +66,19 @@ static struct shape base_shape(void)
     return sh;
 }
 
+START_TEST(a_growth_just_under_a_mebibyte_is_said_in_mebibytes)
+{
+    struct roundtrim_diag_sample s[10];
+    struct shape sh = base_shape();
+    sh.grow[RT_PART_HEAP_LIVE] = 1023 * 1024 + 512; /* "1024 KiB" at %.0f */
+    struct roundtrim_diagnosis d;
+    roundtrim_diagnose(s, make(s, 10, &sh, true, false), &every_round, &d);
+    ck_assert_str_eq(roundtrim_cause_name(d.cause), "leak");
+    ck_assert_ptr_nonnull(strstr(d.advice, "grows 1.0 MiB per round"));
+    ck_assert_ptr_null(strstr(d.advice, "1024 KiB"));
+}
+END_TEST
+
 START_TEST(steady_live_growth_is_a_leak_that_cleanup_cannot_fix)
 {
     struct roundtrim_diag_sample s[10];
@@ -1027,6 +1040,7 @@ int main(void)
     Suite *s = suite_create("diagnosis");
     TCase *tc = tcase_create("diagnosis");
     tcase_add_test(tc, steady_live_growth_is_a_leak_that_cleanup_cannot_fix);
+    tcase_add_test(tc, a_growth_just_under_a_mebibyte_is_said_in_mebibytes);
     tcase_add_test(tc, a_leak_foresees_the_round_its_headroom_runs_out_and_the_job_end);
     tcase_add_test(tc, no_forecast_for_flat_memory_or_a_leak_of_device_memory);
     tcase_add_test(tc, a_buffer_counted_in_steps_and_filled_every_round_is_a_leak);
