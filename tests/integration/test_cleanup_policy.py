@@ -104,10 +104,11 @@ def test_a_trim_in_holds_keeps_a_threaded_program_as_low_as_its_own_malloc_trim(
     assert manual.returncode == 0 and shim.returncode == 0, shim.stderr
     held = [r for r in shim.rounds if r.get("trim_holds")]
     assert len(held) >= 4, [(r["round"], r["cleanup"], r.get("trim_skipped")) for r in shim.rounds]
-    # Every round trims; one whose steps already gave the round's freed heap back (a sample of
-    # the worker's fell while the program was freeing) may find too little left at its end.
-    assert all("trim_skipped" not in r or (r["trim_skipped"] == "little_to_gain" and
-                                           r.get("trim_steps")) for r in shim.rounds), [
+    # Every round trims, but one at most may find too little freed heap left at its end: its
+    # steps (a sample of the worker's fell while the program was freeing) or, on a loaded
+    # machine, glibc's own trim at one of the program's frees gave it back first.
+    skipped = [r for r in shim.rounds if "trim_skipped" in r]
+    assert len(skipped) <= 1 and all(r["trim_skipped"] == "little_to_gain" for r in skipped), [
         (r["round"], r.get("trim_skipped"), r.get("trim_steps")) for r in shim.rounds]
     manual_rss = statistics.median(r["rss"] for r in manual.stdout_json()[2:])
     assert statistics.median(r["rss"] for r in shim.stdout_json()[2:]) <= 1.05 * manual_rss
