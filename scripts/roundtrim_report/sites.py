@@ -426,7 +426,7 @@ def print_process(proc, describe, last, resolver, out, native=False):
         print(file=out)
         return []
     grows, seen = growing_sites(window)
-    print(f"  {len(grows)} of {seen} sites grow over "
+    print(f"  {len(grows)} of the {seen} sites these records list grow over "
           f"{rounds_text(window[0]['round'], window[-1]['round'])} (the last "
           f"{len(window)} with sites records; least-squares slope of each site's live bytes)",
           file=out)

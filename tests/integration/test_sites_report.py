@@ -216,7 +216,7 @@ def test_the_growing_site_comes_first_with_its_slope_and_python_stack(shared_log
     assert r.returncode == 0, r.stderr
     client = section(r.stdout, 4101)
     assert "8 sites records (rounds 1-8)" in client
-    assert "1 of 6 sites grow over rounds 4-8" in client
+    assert "1 of the 6 sites these records list grow over rounds 4-8" in client
     first = client.split("\n   1. ", 1)[1]
     assert first.startswith("+1.0 MiB/round  live 12.0 MiB at round 8  grew in 4 of 4 steps")
     stack = first.split("\n")[1:4]
