@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "policy/framework_hooks.h"
+#include "policy/option_names.h"
 #include "policy/options.h"
 #include "policy/parse.h"
 
@@ -49,7 +50,10 @@ static void usage(FILE *out)
         "  prints the number of the round signal a process with ROUNDTRIM_ROUND_SIGNAL=VALUE\n"
         "  uses (0: none), by the library's own rules\n"
         "roundtrim-options --bool VALUE\n"
-        "  exit status 0 when the library reads VALUE as true, 1 as false, 2 as neither\n",
+        "  exit status 0 when the library reads VALUE as true, 1 as false, 2 as neither\n"
+        "roundtrim-options --check NAME=VALUE\n"
+        "  prints the warning the library would give for the variable NAME set to VALUE, and\n"
+        "  exits with 1; nothing, and 0, when the library takes it as it is\n",
         out);
 }
 
@@ -462,8 +466,42 @@ static int print_round_signal(const char *value)
     return 0;
 }
 
+struct one_variable {
+    const char *name;
+    size_t name_len;
+    const char *value;
+};
+
+static const char *one_variable_lookup(void *ctx, const char *name)
+{
+    const struct one_variable *v = ctx;
+    return strlen(name) == v->name_len && strncmp(name, v->name, v->name_len) == 0 ? v->value
+                                                                                   : NULL;
+}
+
+/* The warnings a process given only the variable of `entry` (NAME=VALUE) writes about it. */
+static int check_variable(const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    if (!eq || eq == entry)
+        return usage_error("--check: expected NAME=VALUE", entry);
+    struct one_variable v = {entry, (size_t)(eq - entry), eq + 1};
+    char line[ROUNDTRIM_WARNING_LEN];
+    if (roundtrim_unknown_variable_warning(entry, NULL, NULL, line, sizeof line)) {
+        printf("%s\n", line);
+        return 1;
+    }
+    static struct roundtrim_config cfg;
+    roundtrim_config_load(&cfg, one_variable_lookup, &v);
+    for (unsigned i = 0; i < cfg.warning_count; i++)
+        printf("%s\n", cfg.warnings[i]);
+    return cfg.warning_count > 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--check") == 0)
+        return check_variable(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--round-signal") == 0)
         return print_round_signal(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--bool") == 0) {

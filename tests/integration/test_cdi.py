@@ -133,7 +133,12 @@ def test_the_preload_file_way_keeps_ld_preload_and_writes_the_list(tmp_path, log
 
 @pytest.mark.parametrize("args, message", [
     (["--env", "PATH=/x"], "PATH is not a variable of roundtrim"),
-    (["--env", "ROUNDTRIM_GC_ROUND=5"], "roundtrim has no variable ROUNDTRIM_GC_ROUND"),
+    (["--env", "ROUNDTRIM_GC_ROUND=5"], "ROUNDTRIM_GC_ROUND is not a roundtrim variable and "
+                                        "changes nothing; did you mean ROUNDTRIM_GC_ROUNDS?"),
+    (["--env", "ROUNDTRIM_GC_ROUNDS=garbage"], "--env: ROUNDTRIM_GC_ROUNDS=garbage is not valid "
+                                               "(expected a whole number from 0 to 1000000)"),
+    (["--env", "NVFLARE_CUDA_EMPTY_CACHE=maybe"], "--env: NVFLARE_CUDA_EMPTY_CACHE=maybe is not "
+                                                  "valid"),
     (["--env", "ROUNDTRIM_DISABLE=true"], "ROUNDTRIM_DISABLE is the kill switch"),
     (["--env", "ROUNDTRIM_LOG"], "is not NAME=VALUE"),
     (["--env", "ROUNDTRIM_LOG=/a\nb"], "control character"),
