@@ -166,6 +166,7 @@ bool roundtrim_py_resolve(void)
     *(void **)&roundtrim_py.ThreadState_Unchecked =
         optional("PyThreadState_GetUnchecked", "_PyThreadState_UncheckedGet");
     *(void **)&roundtrim_py.GC_IsEnabled = optional("PyGC_IsEnabled", NULL);
+    *(void **)&roundtrim_py.Eval_GetFrame = optional("PyEval_GetFrame", NULL);
     *(void **)&roundtrim_py.GC_Enable = optional("PyGC_Enable", NULL);
     *(void **)&roundtrim_py.GC_Disable = optional("PyGC_Disable", NULL);
     *(void **)&roundtrim_py.GetAllocatedBlocks =

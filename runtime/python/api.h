@@ -64,6 +64,7 @@ struct roundtrim_py_api {
     void *(*ThreadState_Unchecked)(void); /* the attached thread state, or NULL; no checks */
     void *(*Eval_SaveThread)(void);
     void (*Eval_RestoreThread)(void *tstate);
+    void *(*Eval_GetFrame)(void); /* the running Python frame of this thread, or NULL */
     py_object *(*Object_CallFunctionObjArgs)(py_object *callable, ...);
     py_ssize (*GC_Collect)(void);
     int (*GC_IsEnabled)(void); /* 3.10+ */

@@ -40,11 +40,14 @@ static unsigned generation;
 static bool exec_begun;
 /* The exit barrier: on_interpreter_shutdown registered with the interpreter's own shutdown, so
  * that it cannot finalize while the helper is inside PyGILState_Ensure (which then takes runtime
- * locks already freed, and the process dies). Registered under the GIL: as the program starts,
- * by the round hooks' audit hook; by every job; and before an interpreter's first job that finds
- * none, by a pending call the main thread runs (barrier_ready). */
-enum barrier_state { BARRIER_NONE, BARRIER_ASKED, BARRIER_SET, BARRIER_REFUSED };
+ * locks already freed, and the process dies). Registered under the GIL, in the main interpreter:
+ * as the program starts, by the audit hook (runtime/python/round_hook_audit.c); by every job; and
+ * before an interpreter's first job that finds none, by a pending call the main thread runs
+ * (wait_for_barrier). ADDING while one thread registers it (the call may let the GIL go). */
+enum barrier_state { BARRIER_NONE, BARRIER_ADDING, BARRIER_SET };
 static enum barrier_state barrier;
+static bool barrier_in_atexit;   /* in atexit's callbacks, not threading's */
+static bool barrier_asked;       /* a pending call that adds it is queued, not yet run */
 static unsigned cur_gil_wait_ms; /* the queued job's caller's wait for the GIL */
 static bool helper_stop;         /* asked to end while idle (roundtrim_py_helper_stop) */
 static pid_t helper_tid;
@@ -100,6 +103,7 @@ static void interpreter_gone(void)
 {
     interp_ending = false;
     barrier = BARRIER_NONE;
+    barrier_asked = false;
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
@@ -129,7 +133,22 @@ static py_object *on_interpreter_shutdown(py_object *self, py_object *unused)
 {
     (void)self;
     (void)unused;
+    /* atexit's callbacks run from C as the interpreter ends, with no Python frame under them;
+     * one running under a frame is a program's own atexit._run_exitfuncs(), after which it goes
+     * on: its jobs are waited for as at the end, and then run again (the call emptied atexit's
+     * list: the next job registers the barrier anew). */
+    pthread_mutex_lock(&lock);
+    bool by_program =
+        barrier_in_atexit && roundtrim_py.Eval_GetFrame && roundtrim_py.Eval_GetFrame() != NULL;
+    pthread_mutex_unlock(&lock);
     roundtrim_py_gil_interpreter_ending();
+    if (by_program) {
+        pthread_mutex_lock(&lock);
+        interp_ending = false;
+        if (barrier == BARRIER_SET)
+            barrier = BARRIER_NONE;
+        pthread_mutex_unlock(&lock);
+    }
     roundtrim_py.IncRef(roundtrim_py.None);
     return roundtrim_py.None;
 }
@@ -181,25 +200,28 @@ static bool register_with_atexit(void)
     return ok;
 }
 
-/* threading's shutdown callbacks come first in a finalization, before the program's threads are
- * joined; they refuse once threading's shutdown has begun, and a program may not have imported
- * threading yet: atexit's callbacks, which still run before the interpreter finalizes, take the
- * barrier then. */
+/* atexit's callbacks run once the program's threads are joined, just before the interpreter
+ * finalizes: jobs go on while a program waits for its threads (training in them, maybe for
+ * hours). threading's shutdown callbacks, which come before that join, take the barrier where
+ * atexit cannot be had. A sub-interpreter's are not the process's: nothing there. */
 void roundtrim_py_exit_barrier_add(void)
 {
-    pthread_mutex_lock(&lock);
-    bool set = barrier == BARRIER_SET;
-    pthread_mutex_unlock(&lock);
-    if (set || !roundtrim_py.CFunction_NewEx || !roundtrim_py.None)
+    if (!roundtrim_py.CFunction_NewEx || !roundtrim_py.None ||
+        (roundtrim_py.hooks && !roundtrim_py_in_main_interpreter()))
         return;
-    bool ok = register_barrier_with(roundtrim_py_sys_module("threading"), "_register_atexit");
-    if (!ok && roundtrim_py.hooks)
-        ok = register_with_atexit();
     pthread_mutex_lock(&lock);
-    if (ok)
-        barrier = BARRIER_SET;
-    else if (barrier == BARRIER_ASKED)
-        barrier = BARRIER_REFUSED;
+    bool mine = barrier == BARRIER_NONE;
+    if (mine)
+        barrier = BARRIER_ADDING;
+    pthread_mutex_unlock(&lock);
+    if (!mine)
+        return;
+    bool in_atexit = roundtrim_py.hooks && register_with_atexit();
+    bool ok = in_atexit ||
+              register_barrier_with(roundtrim_py_sys_module("threading"), "_register_atexit");
+    pthread_mutex_lock(&lock);
+    barrier = ok ? BARRIER_SET : BARRIER_NONE;
+    barrier_in_atexit = in_atexit;
     if (conds_ready)
         pthread_cond_broadcast(&to_helper);
     pthread_mutex_unlock(&lock);
@@ -211,42 +233,43 @@ void roundtrim_py_exit_barrier_add(void)
 static int barrier_call(void *unused)
 {
     (void)unused;
+    pthread_mutex_lock(&lock);
+    barrier_asked = false;
+    pthread_mutex_unlock(&lock);
     struct roundtrim_py_err saved;
     roundtrim_py_err_save(&saved);
     roundtrim_py_exit_barrier_add();
     roundtrim_py_err_restore(&saved);
+    pthread_mutex_lock(&lock);
+    if (conds_ready)
+        pthread_cond_broadcast(&to_helper);
+    pthread_mutex_unlock(&lock);
     return 0;
 }
 
-/* Called with the lock held, which it may release while it waits: whether the queued job may ask
- * for the GIL, as far as the exit barrier goes. Before an interpreter's first job the main
- * thread is asked to set it, and waited for, half the caller's wait for the GIL at most. A main
- * thread that does not get to it meanwhile sits in C code, not finalizing: the job goes on, and
- * sets the barrier itself. */
-static bool barrier_ready(void)
+/* Called with the lock held, which it may release while it waits: before a job asks for the GIL
+ * in an interpreter without the barrier, the main thread is asked to set it (one pending call at
+ * a time), and waited for, half the caller's wait for the GIL at most. Without it, as where the
+ * main thread sits in C code meanwhile or the registration failed, the job goes on and sets the
+ * barrier itself. Not before 3.9, whose Py_AddPendingCall, during the first steps of a
+ * finalization, raises an error from a thread without the GIL. */
+static void wait_for_barrier(void)
 {
-    if (barrier == BARRIER_SET || !roundtrim_py.hooks)
-        return true;
-    if (barrier != BARRIER_ASKED) {
-        barrier = BARRIER_ASKED;
+    if (barrier == BARRIER_SET || !roundtrim_py.hooks || roundtrim_py.minor < 9)
+        return;
+    if (barrier == BARRIER_NONE && !barrier_asked) {
+        barrier_asked = true;
         pthread_mutex_unlock(&lock);
         bool asked = roundtrim_py_running() && roundtrim_py.AddPendingCall(barrier_call, NULL) == 0;
         pthread_mutex_lock(&lock);
-        if (!asked) {
-            if (barrier == BARRIER_ASKED)
-                barrier = BARRIER_NONE;
-            return true; /* not running (the caller sees it), or the queue full: as before */
-        }
+        if (!asked)
+            barrier_asked = false;
     }
     struct timespec dl = roundtrim_deadline_ms(cur_gil_wait_ms / 2);
-    while (barrier == BARRIER_ASKED && state == QUEUED && !interp_ending && !exiting &&
-           !exec_begun && pthread_cond_timedwait(&to_helper, &lock, &dl) != ETIMEDOUT)
+    while (barrier != BARRIER_SET && (barrier_asked || barrier == BARRIER_ADDING) &&
+           state == QUEUED && !interp_ending && !exiting && !exec_begun &&
+           pthread_cond_timedwait(&to_helper, &lock, &dl) != ETIMEDOUT)
         ;
-    if (barrier == BARRIER_REFUSED) {
-        barrier = BARRIER_NONE; /* asked again at the next job */
-        return false;
-    }
-    return true;
 }
 
 /* CPython ended the helper inside PyGILState_Ensure (pthread_exit: it asked for the GIL while the
@@ -279,7 +302,11 @@ static int ensure_or_end(void)
  * interpreter an embedder starts, holding a thread state of the old one. */
 static bool take_gil(int *gs)
 {
-    bool can = barrier_ready() && state == QUEUED && !interp_ending && !exiting;
+    bool can = state == QUEUED && !interp_ending && !exiting && !exec_begun;
+    if (can) {
+        wait_for_barrier();
+        can = state == QUEUED && !interp_ending && !exiting && !exec_begun;
+    }
     pthread_mutex_unlock(&lock);
     can = can && roundtrim_py_running();
     if (can)
@@ -506,6 +533,7 @@ void roundtrim_py_gil_fork_child(void)
     exiting = false; /* the child inherits the parent's threading module, our hook included */
     if (barrier != BARRIER_SET) /* the parent's request is not the child's to wait for */
         barrier = BARRIER_NONE;
+    barrier_asked = false;
     interp_ending = false;
     exec_begun = false;
 }

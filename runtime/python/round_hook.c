@@ -21,12 +21,15 @@ void roundtrim_py_hooks_init(const char *text)
 {
     struct roundtrim_hook_spec spec;
     roundtrim_hook_spec_parse(text, &spec, warn_line, NULL);
-    if (spec.off) {
-        HOOKS.mode = roundtrim_hook_spec_mode(&spec);
+    /* Without round hooks the audit hook is still added, for the exit barrier alone
+     * (runtime/python/gil.h): no hook is armed. */
+    if (spec.off || (!spec.count && !spec.with_auto)) {
+        if (spec.off)
+            HOOKS.mode = roundtrim_hook_spec_mode(&spec);
+        if (P.hooks)
+            roundtrim_py_hook_audit_start(false);
         return;
     }
-    if (!spec.count && !spec.with_auto)
-        return;
     if (!P.hooks) {
         /* The framework table alone stays quiet on an old Python: nobody asked for it. */
         if (spec.count)

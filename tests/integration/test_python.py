@@ -349,3 +349,25 @@ def test_faulthandler_dump_of_every_thread_shows_only_the_programs(run_shim, tmp
     assert others == 0
     assert len(res.rounds) >= 150  # signals that came during a round merge into it
     assert any("gc" in r["cleanup"] for r in res.rounds)
+
+
+def test_a_program_running_its_own_atexit_functions_keeps_its_gc(run_shim):
+    """atexit._run_exitfuncs() called by the program itself (a test harness) runs roundtrim's
+    exit barrier too: the rounds after it still get their gc, not "finalizing"."""
+    script = (
+        "import atexit, ctypes, time\n"
+        "end = getattr(ctypes.CDLL(None), 'roundtrim_round_end', lambda: 0)\n"
+        "atexit.register(print, 'program atexit ran')\n"
+        "for r in range(6):\n"
+        "    if r == 3:\n"
+        "        atexit._run_exitfuncs()\n"
+        "    end()\n"
+        "    time.sleep(0.3)  # the round's cleanup runs meanwhile\n"
+        "print('done')\n")
+    res = run_shim([PYTHON, "-c", script], env={"ROUNDTRIM_GC_ROUNDS": "1",
+                                                "ROUNDTRIM_ADAPTIVE": "false"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "program atexit ran\ndone\n"
+    assert len(res.rounds) == 6
+    assert all("gc" in r["cleanup"] and "gc_skipped" not in r for r in res.rounds), [
+        (r["round"], r["cleanup"], r.get("gc_skipped")) for r in res.rounds]
