@@ -49,8 +49,6 @@ static const struct sym hook_syms[] = {
     SYM(Sys_AddAuditHook, "PySys_AddAuditHook"),
     SYM(InterpreterState_Main, "PyInterpreterState_Main"),
     SYM(AddPendingCall, "Py_AddPendingCall"),
-    SYM(Import_ImportModule, "PyImport_ImportModule"),
-    SYM(Dict_DelItemString, "PyDict_DelItemString"),
     SYM(Mapping_GetItemString, "PyMapping_GetItemString"),
     SYM(Dict_GetItem, "PyDict_GetItem"),
     SYM(Module_GetDict, "PyModule_GetDict"),
@@ -167,6 +165,8 @@ bool roundtrim_py_resolve(void)
         optional("PyThreadState_GetUnchecked", "_PyThreadState_UncheckedGet");
     *(void **)&roundtrim_py.GC_IsEnabled = optional("PyGC_IsEnabled", NULL);
     *(void **)&roundtrim_py.Eval_GetFrame = optional("PyEval_GetFrame", NULL);
+    *(void **)&roundtrim_py.Import_ImportModule = optional("PyImport_ImportModule", NULL);
+    *(void **)&roundtrim_py.Dict_DelItemString = optional("PyDict_DelItemString", NULL);
     *(void **)&roundtrim_py.GC_Enable = optional("PyGC_Enable", NULL);
     *(void **)&roundtrim_py.GC_Disable = optional("PyGC_Disable", NULL);
     *(void **)&roundtrim_py.GetAllocatedBlocks =

@@ -216,7 +216,8 @@ void roundtrim_py_exit_barrier_add(void)
     pthread_mutex_unlock(&lock);
     if (!mine)
         return;
-    bool in_atexit = roundtrim_py.hooks && register_with_atexit();
+    bool in_atexit = roundtrim_py.Import_ImportModule && roundtrim_py.Dict_DelItemString &&
+                     register_with_atexit();
     bool ok = in_atexit ||
               register_barrier_with(roundtrim_py_sys_module("threading"), "_register_atexit");
     pthread_mutex_lock(&lock);

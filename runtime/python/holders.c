@@ -171,6 +171,10 @@ bool roundtrim_python_holders_prepare(void)
         return true;
     if (!roundtrim_python_present())
         return false;
+    if (!P.hooks) { /* the search's API, 3.8 on (the round hooks' too): no search */
+        made_failed = true;
+        return true;
+    }
     struct roundtrim_py_result res;
     roundtrim_py_with_gil(prepare_job, &res, GIL_WAIT_MS, RUN_WAIT_MS);
     return step_fn || made_failed;
@@ -220,7 +224,7 @@ static uint64_t step_gil_us(void)
 bool roundtrim_python_holders_step(uint64_t round, struct roundtrim_holders_walk *out)
 {
     uint64_t budget_us = step_gil_us();
-    if (made_failed || total_gil_us >= ROUNDTRIM_HOLDERS_GIL_TOTAL_US ||
+    if (made_failed || total_gil_us >= ROUNDTRIM_HOLDERS_GIL_TOTAL_US || !P.hooks ||
         !roundtrim_python_present())
         return false;
     job_round = round;

@@ -64,3 +64,32 @@ def test_mode_exits_as_bare_with_hooks_on(run_shim, tmp_path, python, flags, ext
     assert all(r["source"] == "python" for r in shim.rounds)
     exits = [r for r in shim.records if r.get("event") == "exit"]
     assert len(exits) == 1
+
+
+def old_pythons():
+    """CPython 3.6 and 3.7 of pyenv's, where the machine has them: no audit hooks there."""
+    found = []
+    for minor in (6, 7):
+        found += sorted(glob.glob(f"/root/.pyenv/versions/3.{minor}.*/bin/python3"))[-1:]
+    return [p for p in found if os.access(p, os.X_OK)] or [None]
+
+
+@pytest.mark.parametrize("python", old_pythons())
+def test_a_python_without_audit_hooks_runs_its_rounds_with_gc(run_shim, python):
+    """Before 3.8 the round hooks and the holder search have no API to use: the rounds still
+    get their gc, and the program exits as bare (it died by SIGSEGV at its first round)."""
+    if python is None:
+        pytest.skip("no CPython 3.6 or 3.7 on this machine (pyenv)")
+    program = ("import ctypes, time\n"
+               "end = getattr(ctypes.CDLL(None), 'roundtrim_round_end', lambda: 0)\n"
+               "for r in range(4):\n"
+               "    end()\n"
+               "    time.sleep(0.2)\n"
+               "print('done')\n")
+    bare = run_shim([python, "-c", program], preload=False, log=False)
+    shim = run_shim([python, "-c", program], env={"ROUNDTRIM_GC_ROUNDS": "1",
+                                                   "ROUNDTRIM_ADAPTIVE": "false"})
+    assert (shim.returncode, shim.stdout) == (bare.returncode, bare.stdout) == (0, "done\n"), \
+        shim.stderr
+    assert len(shim.rounds) == 4
+    assert all("gc" in r["cleanup"] for r in shim.rounds), shim.rounds
