@@ -612,14 +612,17 @@ static void say_held(struct roundtrim_diagnosis *d)
 {
     char b[32];
     if (d->held_gc > 0) {
+        /* Beside a growth the advice has just called, this is more, not the memory's state. */
+        bool grows = d->cause != RT_CAUSE_NONE;
         fmt_bytes(b, sizeof b, d->held_gc);
         say(d,
-            " Held flat by cleanup: gc frees %s a round (1 MiB or more in %d of rounds "
-            "%llu-%llu; reference cycles the program makes and drops; without a collection "
-            "this program grows that much a round; breaking the cycles, with weak references "
-            "or del of what refers back, spares it).",
-            b, d->held_rounds[RT_DIAG_ACTION_GC], (unsigned long long)d->first_round,
-            (unsigned long long)d->last_round);
+            " %s: gc frees %s a round (1 MiB or more in %d of rounds %llu-%llu; reference "
+            "cycles the program makes and drops; without a collection this program grows that "
+            "much %sa round; breaking the cycles, with weak references or del of what refers "
+            "back, spares it).",
+            grows ? "Beside that growth, cleanup holds more flat" : "Held flat by cleanup", b,
+            d->held_rounds[RT_DIAG_ACTION_GC], (unsigned long long)d->first_round,
+            (unsigned long long)d->last_round, grows ? "more " : "");
     }
     if (d->held_trim > 0) {
         fmt_bytes(b, sizeof b, d->held_trim);
