@@ -58,16 +58,25 @@ static uint64_t total_gil_us;            /* over the process's life (a fork chil
 static uint64_t cost_gil_us, cost_steps; /* since the last roundtrim_python_holders_cost_take */
 static uint64_t last_round_end_us;
 
-/* builtins.exec(source, namespace), then the factory called: the step function. */
+/* builtins.exec(compile(source), namespace), then the factory called: the step function.
+ * Compiled first: exec of a source string runs it as a program's own code is run, which clears
+ * the interpreter's note of an unhandled KeyboardInterrupt, and a main script that ended by one
+ * would then exit with 1 instead of dying by SIGINT. */
 static py_object *make_step(void)
 {
     py_object *builtins = roundtrim_py_sys_module("builtins");
     if (!builtins)
         return NULL;
     py_object *exec = P.Object_GetAttrString(builtins, "exec");
+    py_object *compile = P.Object_GetAttrString(builtins, "compile");
     py_object *dict_type = P.Object_GetAttrString(builtins, "dict");
     py_object *ns = dict_type ? P.Object_CallObject(dict_type, NULL) : NULL;
-    py_object *code = P.Unicode_FromString(roundtrim_holder_search_source);
+    py_object *source = P.Unicode_FromString(roundtrim_holder_search_source);
+    py_object *name = P.Unicode_FromString("<roundtrim holder search>");
+    py_object *mode = P.Unicode_FromString("exec");
+    py_object *code = compile && source && name && mode
+                          ? P.Object_CallFunctionObjArgs(compile, source, name, mode, NULL)
+                          : NULL;
     py_object *step = NULL;
     if (exec && ns && code) {
         py_object *done = P.Object_CallFunctionObjArgs(exec, code, ns, NULL);
@@ -76,14 +85,10 @@ static py_object *make_step(void)
         if (done)
             P.DecRef(done);
     }
-    if (code)
-        P.DecRef(code);
-    if (ns)
-        P.DecRef(ns); /* the step function's closure keeps what it needs */
-    if (dict_type)
-        P.DecRef(dict_type);
-    if (exec)
-        P.DecRef(exec);
+    py_object *held[] = {code, mode, name, source, ns, dict_type, compile, exec};
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        if (held[i])
+            P.DecRef(held[i]); /* the step function's closure keeps what it needs */
     return step;
 }
 

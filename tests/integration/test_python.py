@@ -5,6 +5,7 @@ signals, fork and faulthandler that behave exactly as without the shim."""
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import time
@@ -371,3 +372,17 @@ def test_a_program_running_its_own_atexit_functions_keeps_its_gc(run_shim):
     assert len(res.rounds) == 6
     assert all("gc" in r["cleanup"] and "gc_skipped" not in r for r in res.rounds), [
         (r["round"], r["cleanup"], r.get("gc_skipped")) for r in res.rounds]
+
+
+def test_a_keyboard_interrupt_after_the_first_round_still_ends_the_program_by_sigint(run_shim):
+    """The holder search's function is made in the first round: making it must not clear the
+    interpreter's note of an unhandled KeyboardInterrupt, or the program exits with 1 instead of
+    dying by SIGINT as bare (the shell's 130)."""
+    script = ("import ctypes\n"
+              "getattr(ctypes.CDLL(None), 'roundtrim_round_end', lambda: 0)()\n"
+              "raise KeyboardInterrupt\n")
+    bare = run_shim([PYTHON, "-c", script], preload=False, log=False)
+    assert bare.returncode == -signal.SIGINT
+    codes = [run_shim([PYTHON, "-c", script], env={"ROUNDTRIM_PY_GC": "false"}).returncode
+             for _ in range(10)]
+    assert codes == [-signal.SIGINT] * 10, codes
