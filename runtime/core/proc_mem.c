@@ -137,7 +137,7 @@ const char *roundtrim_cgroup_dir_in_use(const char *named)
                          "memory.usage_in_bytes or memory.limit_in_bytes; using the default (the "
                          "process's cgroup, from /proc/self/cgroup)",
                          shown);
-                roundtrim_warn(text);
+                roundtrim_warn_setting(text);
             }
         } else {
             s = expected;

@@ -116,7 +116,7 @@ static const char *env_lookup(void *ctx, const char *name)
 /* The settings' warnings are the same in every process started with the same variables: the
  * parent that said them to the same stderr said them for the whole process tree. Asked once,
  * and only when there is something to say. */
-static void warn_setting(const char *text)
+void roundtrim_warn_setting(const char *text)
 {
     static int parent_said = -1;
     if (parent_said < 0)
@@ -135,7 +135,7 @@ static void warn_unknown_names(void)
     for (unsigned i = 0; i < env->kept_count; i++)
         if (env->kept[i][0] == 'R' &&
             roundtrim_unknown_variable_warning(env->kept[i], env_lookup, NULL, line, sizeof line))
-            warn_setting(line);
+            roundtrim_warn_setting(line);
 }
 
 bool roundtrim_settings_load(void)
@@ -148,7 +148,7 @@ bool roundtrim_settings_load(void)
     roundtrim_config_load(&config, env_lookup, NULL);
     keep_strings();
     for (unsigned i = 0; i < config.warning_count; i++)
-        warn_setting(config.warnings[i]);
+        roundtrim_warn_setting(config.warnings[i]);
     warn_unknown_names();
     return !config.disabled;
 }

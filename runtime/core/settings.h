@@ -30,6 +30,10 @@ void roundtrim_settings_fork_child(void);
 /* One line on stderr, "roundtrim: <text>\n", written with a single write(2). */
 void roundtrim_warn(const char *text);
 
+/* A warning about a setting: said once per process tree (not where the parent, started with the
+ * same settings and writing to the same stderr, said it). */
+void roundtrim_warn_setting(const char *text);
+
 /* The same, with ": <strerror(err)>" appended; printed once per distinct text pointer. */
 void roundtrim_warn_once_errno(const char *text, int err);
 
